@@ -1,6 +1,39 @@
-"""overlap: exact, parallel train/test overlap search and near-duplicate removal."""
+"""overlap: exact, parallel train/test overlap search and near-duplicate removal.
 
+Token sets are built with :class:`TokenSets`; the overlap ratio of two sets is
+the Dice coefficient ``2|u ∩ v| / (|u| + |v|)`` (the minimum over fields for
+multi-field samples).  Every search is exact and gives the same result for every
+thread count.
+"""
+
+from . import dialogue
 from ._openmp import openmp_enabled
+from ._threads import effective_n_threads
+from .dedup import DedupResult, dedup, exact_duplicates
+from .search import (
+    JoinResult,
+    MaxOverlapResult,
+    OverlapIndex,
+    max_overlap,
+    overlap_join,
+    ratio,
+)
+from .tokensets import TOKENIZERS, TokenSets
 
-__all__ = ["openmp_enabled"]
+__all__ = [
+    "TokenSets",
+    "TOKENIZERS",
+    "OverlapIndex",
+    "MaxOverlapResult",
+    "JoinResult",
+    "DedupResult",
+    "ratio",
+    "max_overlap",
+    "overlap_join",
+    "dedup",
+    "exact_duplicates",
+    "dialogue",
+    "openmp_enabled",
+    "effective_n_threads",
+]
 __version__ = "0.1.0"

@@ -1,0 +1,82 @@
+"""Flatten TokenSets fields for the kernels and build the inverted index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _search
+
+_EMPTY_U32 = np.zeros(0, dtype=np.uint32)
+_INT32_MAX = np.iinfo(np.int32).max
+
+
+def collection(fields: tuple, n_threads: int) -> _search.Collection:
+    """Concatenate aligned fields into one flat Collection (with fingerprints)."""
+    n = len(fields[0])
+    nf = len(fields)
+    multiset = fields[0].multiset
+    if nf == 1:
+        ip = fields[0].indptr
+        h = fields[0].hashes
+        c = fields[0].counts if multiset else _EMPTY_U32
+        sz = fields[0].sizes
+    else:
+        offsets = np.cumsum([0] + [ts.nnz for ts in fields[:-1]])
+        ip = np.concatenate([ts.indptr + off for ts, off in zip(fields, offsets)])
+        h = np.concatenate([ts.hashes for ts in fields])
+        c = np.concatenate([ts.counts for ts in fields]) if multiset else _EMPTY_U32
+        sz = np.concatenate([ts.sizes for ts in fields])
+    fp = _search.row_fingerprints(ip, h, c, nf, n, multiset, n_threads)
+    return _search.Collection(ip, h, c, sz, fp, nf, n, multiset)
+
+
+def reference_index(fields: tuple, coll: _search.Collection) -> _search.ReferenceIndex:
+    """Inverted index of every field: postings sorted by (token, size, reference).
+
+    Memory is linear in the number of stored tokens.
+    """
+    n = len(fields[0])
+    if n > _INT32_MAX:
+        raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
+    multiset = fields[0].multiset
+    vocabs, pptrs, prefs, psizes, pcnts = [], [], [], [], []
+    voff = [0]
+    base = 0
+    for ts in fields:
+        vocab, inverse = np.unique(ts.hashes, return_inverse=True)
+        rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(ts.indptr))
+        sizes = np.minimum(ts.sizes, _INT32_MAX).astype(np.int32)
+        row_sizes = sizes[rows]
+        order = np.lexsort((rows, row_sizes, inverse))
+        prefs.append(rows[order])
+        psizes.append(row_sizes[order])
+        if multiset:
+            pcnts.append(ts.counts[order])
+        counts = np.bincount(inverse, minlength=vocab.shape[0])
+        ptr = np.cumsum(counts) + base
+        pptrs.append(ptr)
+        base = int(ptr[-1]) if ptr.shape[0] else base
+        vocabs.append(vocab)
+        voff.append(voff[-1] + vocab.shape[0])
+    pptr = np.concatenate([np.zeros(1, dtype=np.int64)] + [p.astype(np.int64) for p in pptrs])
+    fp = np.asarray(coll_fingerprints(coll))
+    fpi = np.lexsort((np.arange(n), fp)).astype(np.int64)
+    return _search.ReferenceIndex(
+        coll,
+        np.ascontiguousarray(np.concatenate(vocabs), dtype=np.uint64),
+        np.asarray(voff, dtype=np.int64),
+        np.ascontiguousarray(pptr),
+        np.ascontiguousarray(np.concatenate(prefs), dtype=np.int32),
+        np.ascontiguousarray(np.concatenate(psizes), dtype=np.int32),
+        np.ascontiguousarray(np.concatenate(pcnts), dtype=np.uint32) if multiset else _EMPTY_U32,
+        np.ascontiguousarray(fp[fpi]),
+        fpi,
+    )
+
+
+def coll_fingerprints(coll: _search.Collection) -> np.ndarray:
+    return coll.fingerprints
+
+
+def max_row(fields: tuple) -> int:
+    return int(max((int(np.diff(ts.indptr).max()) if len(ts) else 0) for ts in fields))

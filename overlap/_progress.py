@@ -1,0 +1,75 @@
+"""Progress reporting between kernel chunks (tqdm when installed)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, Union
+
+ProgressArg = Union[bool, Callable[[int, int], Any], None]
+
+
+class _Silent:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class _Callback:
+    def __init__(self, fn: Callable[[int, int], Any], total: int) -> None:
+        self.fn, self.total, self.done = fn, total, 0
+
+    def update(self, n: int) -> None:
+        self.done += n
+        self.fn(self.done, self.total)
+
+    def close(self) -> None:
+        pass
+
+
+class _TextBar:
+    """A plain stderr progress line for when tqdm is not installed."""
+
+    def __init__(self, total: int, desc: str) -> None:
+        self.total, self.desc, self.done = total, desc, 0
+        self.start = self.last = time.monotonic()
+
+    def update(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self.last >= 0.5 or self.done >= self.total:
+            self.last = now
+            pct = 100.0 * self.done / max(self.total, 1)
+            sys.stderr.write(
+                f"\r{self.desc}: {self.done}/{self.total} ({pct:5.1f}%) {now - self.start:6.1f}s"
+            )
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.done:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def make_progress(progress: ProgressArg, total: int, desc: str):
+    """An object with ``update(n)`` and ``close()``.
+
+    ``progress`` may be False/None (silent), True (a tqdm bar on stderr, or a
+    plain text line when tqdm is missing) or a callable ``f(done, total)``.
+    """
+    if progress is None or progress is False:
+        return _Silent()
+    if callable(progress):
+        return _Callback(progress, total)
+    if progress is True:
+        try:
+            from tqdm.auto import tqdm
+        except ImportError:
+            return _TextBar(total, desc)
+        return tqdm(total=total, desc=desc, unit="query", leave=False, dynamic_ncols=True)
+    raise TypeError(
+        f"progress must be a bool or a callable f(done, total), got {type(progress).__name__}"
+    )

@@ -1,0 +1,17 @@
+import numpy as np
+from numpy.typing import NDArray
+
+def scan_texts(
+    texts: list[str], mode: int, seed: int, n_threads: int
+) -> tuple[NDArray[np.int64], NDArray[np.uint64]]: ...
+def compact(
+    slot: NDArray[np.int64], counts: NDArray[np.int64], buf: NDArray[np.uint64], n_threads: int
+) -> tuple[NDArray[np.int64], NDArray[np.uint64]]: ...
+def hash_ids(ids: NDArray[np.uint64], seed: int, n_threads: int) -> NDArray[np.uint64]: ...
+def finalize_rows(
+    indptr: NDArray[np.int64],
+    hashes: NDArray[np.uint64],
+    ngram: int,
+    multiset: bool,
+    n_threads: int,
+) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint32] | None]: ...

@@ -1,0 +1,269 @@
+# cython: freethreading_compatible=True
+"""Text and id sequences to sorted hashed token rows (kernels only).
+
+The Python layer (``overlap.tokensets``) validates and lower-cases; this module
+scans the strings' code points without the GIL, hashes tokens and n-grams, and
+sorts and de-duplicates every row.
+"""
+
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdint cimport uint64_t, int64_t, uint32_t, uint8_t, uintptr_t
+from libc.stdlib cimport qsort
+
+from overlap._sets cimport (
+    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step,
+)
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    void* PyUnicode_DATA(object o)
+    int PyUnicode_KIND(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
+    bint Py_UNICODE_ISSPACE(Py_UCS4 ch) nogil
+    bint Py_UNICODE_ISALNUM(Py_UCS4 ch) nogil
+
+# Tokenizer modes; keep in sync with overlap/tokensets.py.
+cdef enum:
+    MODE_WORDPUNCT = 0
+    MODE_WHITESPACE = 1
+    MODE_CHAR = 2
+    MODE_WHOLE = 3
+
+# string.punctuation: the reference drops every token that is a substring of it.
+cdef const char* PUNCT = b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+cdef int PUNCT_LEN = 32
+
+
+cdef inline bint is_word(Py_UCS4 c) noexcept nogil:
+    # Python's `re` \w on str patterns: alphanumeric (str.isalnum) or '_'.
+    if c < 128:
+        return (c >= 97 and c <= 122) or (c >= 48 and c <= 57) or c == 95 or (c >= 65 and c <= 90)
+    return Py_UNICODE_ISALNUM(c)
+
+
+cdef inline bint is_space(Py_UCS4 c) noexcept nogil:
+    if c < 128:
+        return c == 32 or (c >= 9 and c <= 13) or (c >= 28 and c <= 31)
+    return Py_UNICODE_ISSPACE(c)
+
+
+cdef inline bint in_punctuation(int kind, const void* data, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Is text[a:b] a substring of string.punctuation?"""
+    cdef Py_ssize_t n = b - a, s, k
+    cdef Py_UCS4 c
+    if n > PUNCT_LEN:
+        return False
+    c = PyUnicode_READ(kind, data, a)
+    if c >= 128:
+        return False
+    for s in range(PUNCT_LEN - n + 1):
+        if <Py_UCS4>PUNCT[s] != c:
+            continue
+        k = 1
+        while k < n and <Py_UCS4>PUNCT[s + k] == PyUnicode_READ(kind, data, a + k):
+            k += 1
+        if k == n:
+            return True
+    return False
+
+
+cdef inline uint64_t hash_span(int kind, const void* data, Py_ssize_t a, Py_ssize_t b,
+                               uint64_t basis) noexcept nogil:
+    cdef uint64_t h = basis, nbytes = 0
+    cdef Py_UCS4 c
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        c = PyUnicode_READ(kind, data, i)
+        h = fnv_codepoint(h, c)
+        nbytes += 1 if c < 0x80 else (2 if c < 0x800 else (3 if c < 0x10000 else 4))
+    return finish_token(h, nbytes)
+
+
+cdef int64_t scan_one(int kind, const void* data, Py_ssize_t n, int mode,
+                      uint64_t basis, uint64_t* out) noexcept nogil:
+    """Write the token hashes of one string to ``out``; return how many."""
+    cdef Py_ssize_t i = 0, start
+    cdef int64_t m = 0
+    cdef Py_UCS4 c
+    if mode == MODE_WHOLE:
+        out[0] = hash_span(kind, data, 0, n, basis)
+        return 1
+    while i < n:
+        c = PyUnicode_READ(kind, data, i)
+        if is_space(c):
+            i += 1
+            continue
+        start = i
+        i += 1
+        if mode == MODE_CHAR:
+            pass
+        elif mode == MODE_WHITESPACE:
+            while i < n and not is_space(PyUnicode_READ(kind, data, i)):
+                i += 1
+        elif is_word(c):
+            while i < n and is_word(PyUnicode_READ(kind, data, i)):
+                i += 1
+        else:
+            while i < n:
+                c = PyUnicode_READ(kind, data, i)
+                if is_word(c) or is_space(c):
+                    break
+                i += 1
+        if mode == MODE_WORDPUNCT and in_punctuation(kind, data, start, i):
+            continue
+        out[m] = hash_span(kind, data, start, i, basis)
+        m += 1
+    return m
+
+
+def scan_texts(list texts, int mode, uint64_t seed, int n_threads):
+    """Token hashes of every string, in order (no n-grams, no de-duplication).
+
+    Returns ``(indptr, hashes)``: int64 (n+1) and uint64 arrays.
+    """
+    cdef Py_ssize_t n = len(texts), i
+    cdef cnp.ndarray[uint64_t, ndim=1] ptrs = np.empty(n, dtype=np.uint64)
+    cdef cnp.ndarray[int64_t, ndim=1] lens = np.empty(n, dtype=np.int64)
+    cdef cnp.ndarray[int64_t, ndim=1] slot = np.zeros(n + 1, dtype=np.int64)
+    cdef cnp.ndarray[uint8_t, ndim=1] kinds = np.empty(n, dtype=np.uint8)
+    cdef object s
+    for i in range(n):
+        s = texts[i]
+        ptrs[i] = <uint64_t><uintptr_t>PyUnicode_DATA(s)
+        kinds[i] = <uint8_t>PyUnicode_KIND(s)
+        lens[i] = PyUnicode_GET_LENGTH(s)
+        # a token has at least one code point; MODE_WHOLE writes exactly one hash
+        slot[i + 1] = slot[i] + (1 if mode == MODE_WHOLE else lens[i])
+    cdef cnp.ndarray[uint64_t, ndim=1] buf = np.empty(max(slot[n], 1), dtype=np.uint64)
+    cdef cnp.ndarray[int64_t, ndim=1] counts = np.zeros(n, dtype=np.int64)
+    cdef uint64_t basis = seed_basis(seed)
+    cdef uint64_t[::1] bufv = buf
+    cdef const uint64_t[::1] pv = ptrs
+    cdef const int64_t[::1] lv = lens
+    cdef const int64_t[::1] sv = slot
+    cdef const uint8_t[::1] kv = kinds
+    cdef int64_t[::1] cv = counts
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=256):
+            cv[i] = scan_one(kv[i], <const void*><uintptr_t>pv[i], lv[i], mode, basis,
+                             &bufv[sv[i]])
+    return compact(slot, counts, buf, n_threads)
+
+
+def compact(const int64_t[::1] slot, const int64_t[::1] counts, const uint64_t[::1] buf,
+            int n_threads):
+    """Pack rows that start at ``slot[i]`` and hold ``counts[i]`` items."""
+    cdef Py_ssize_t n = counts.shape[0], i, k
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    out = np.empty(indptr[n], dtype=np.uint64)
+    cdef const int64_t[::1] ip = indptr
+    cdef uint64_t[::1] ov = out
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="static"):
+            for k in range(counts[i]):
+                ov[ip[i] + k] = buf[slot[i] + k]
+    return indptr, out
+
+
+def hash_ids(const uint64_t[::1] ids, uint64_t seed, int n_threads):
+    """Hash integer token ids (a bijection for a fixed seed)."""
+    cdef Py_ssize_t n = ids.shape[0], i
+    out = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] ov = out
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="static"):
+            ov[i] = hash_id(ids[i], seed)
+    return out
+
+
+cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+    cdef int64_t i, j
+    cdef uint64_t v
+    if n > 32:
+        qsort(a, n, sizeof(uint64_t), cmp_u64)
+        return
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
+                          uint32_t* cnt) noexcept nogil:
+    """n-grams in place, then sort and de-duplicate; return the row length.
+
+    With ``multiset`` the multiplicity of each kept key goes to ``cnt``.
+    """
+    cdef int64_t i, j, m
+    cdef uint64_t g
+    if ngram > 1:
+        if n < ngram:
+            return 0
+        for i in range(n - ngram + 1):
+            g = h[i]
+            for j in range(1, ngram):
+                g = ngram_step(g, h[i + j])
+            h[i] = g
+        n = n - ngram + 1
+    if n == 0:
+        return 0
+    sort_u64(h, n)
+    m = 0
+    i = 0
+    while i < n:
+        j = i + 1
+        while j < n and h[j] == h[i]:
+            j += 1
+        h[m] = h[i]
+        if multiset:
+            cnt[m] = <uint32_t>(j - i)
+        m += 1
+        i = j
+    return m
+
+
+def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngram,
+                  bint multiset, int n_threads):
+    """Turn raw token-hash rows into sorted unique (or counted) n-gram rows.
+
+    Returns ``(indptr, hashes, counts)``; ``counts`` is None unless ``multiset``.
+    """
+    cdef Py_ssize_t n = indptr.shape[0] - 1, i, k
+    work = np.array(hashes, dtype=np.uint64, copy=True)
+    cnt = np.ones(max(work.shape[0], 1), dtype=np.uint32)
+    lengths = np.empty(n, dtype=np.int64)
+    cdef uint64_t[::1] wv = work
+    cdef uint32_t[::1] cv = cnt
+    cdef int64_t[::1] lv = lengths
+    cdef uint64_t* wp = &wv[0] if work.shape[0] else NULL
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=256):
+            lv[i] = finalize_row(wp + indptr[i], indptr[i + 1] - indptr[i], ngram,
+                                 multiset, &cv[0] + indptr[i])
+    new_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=new_indptr[1:])
+    out = np.empty(new_indptr[n], dtype=np.uint64)
+    out_cnt = np.empty(new_indptr[n] if multiset else 0, dtype=np.uint32)
+    cdef const int64_t[::1] ip = new_indptr
+    cdef uint64_t[::1] ov = out
+    cdef uint32_t[::1] oc = out_cnt
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="static"):
+            for k in range(lv[i]):
+                ov[ip[i] + k] = wv[indptr[i] + k]
+                if multiset:
+                    oc[ip[i] + k] = cv[indptr[i] + k]
+    return new_indptr, out, (out_cnt if multiset else None)

@@ -1,0 +1,170 @@
+"""Every check of the public ``overlap`` API and every error message it raises.
+
+Checks run in the Python layer before any kernel, never modify their inputs, and
+name the argument that was wrong together with what was expected and what came.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+
+def type_name(x: Any) -> str:
+    return type(x).__name__
+
+
+def check_int(value: Any, name: str, *, minimum: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type_name(value)}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def check_unit_interval(value: Any, name: str, *, allow_zero: bool = True) -> float:
+    """A float in [0, 1] (or (0, 1] when ``allow_zero`` is False)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number in [0, 1], got {type_name(value)}")
+    value = float(value)
+    if math.isnan(value):
+        raise ValueError(f"{name} must be a number in [0, 1], got NaN")
+    lo_ok = value > 0.0 if not allow_zero else value >= 0.0
+    if not lo_ok or value > 1.0:
+        interval = "[0, 1]" if allow_zero else "(0, 1]"
+        raise ValueError(f"{name} must be in {interval}, got {value!r}")
+    return value
+
+
+def check_texts(texts: Any, name: str = "texts") -> list[str]:
+    """A sequence of str (not a single str); returns a list."""
+    if isinstance(texts, (str, bytes)):
+        raise TypeError(f"{name} must be a sequence of str, got a single {type_name(texts)}")
+    if isinstance(texts, np.ndarray) and texts.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got an array of shape {texts.shape}")
+    try:
+        out = list(texts)
+    except TypeError:
+        raise TypeError(f"{name} must be a sequence of str, got {type_name(texts)}") from None
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise TypeError(f"{name}[{i}] must be str, got {type_name(t)}")
+    return out
+
+
+def check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"seed must be an int, got {type_name(seed)}")
+    if not 0 <= int(seed) < 2**64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def as_int_array(x: Any, name: str, *, ndim: int = 1) -> np.ndarray:
+    """An integer numpy array view/copy of ``x`` (never the caller's buffer mutated)."""
+    arr = np.asarray(x)
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if arr.dtype == object or np.issubdtype(arr.dtype, np.bool_):
+            raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+        raise TypeError(f"{name} must hold integers, got dtype {arr.dtype}")
+    return arr
+
+
+def check_csr(indptr: Any, hashes: Any, counts: Any = None):
+    """Validate raw CSR arrays of token sets; return contiguous copies/views."""
+    ip = as_int_array(indptr, "indptr")
+    if ip.size == 0:
+        raise ValueError("indptr must have at least one element (n_rows + 1)")
+    ip = np.ascontiguousarray(ip, dtype=np.int64)
+    h = np.asarray(hashes)
+    if h.ndim != 1:
+        raise ValueError(f"hashes must be 1-dimensional, got shape {h.shape}")
+    if h.size and not np.issubdtype(h.dtype, np.integer):
+        raise TypeError(f"hashes must hold unsigned 64-bit integers, got dtype {h.dtype}")
+    if h.size and np.issubdtype(h.dtype, np.signedinteger) and (h < 0).any():
+        raise ValueError("hashes must be non-negative (they are stored as uint64)")
+    h = np.ascontiguousarray(h, dtype=np.uint64)
+    if ip[0] != 0:
+        raise ValueError(f"indptr[0] must be 0, got {ip[0]}")
+    if ip[-1] != h.shape[0]:
+        raise ValueError(
+            f"indptr[-1] must equal len(hashes) = {h.shape[0]}, got {ip[-1]}"
+        )
+    d = np.diff(ip)
+    if (d < 0).any():
+        r = int(np.flatnonzero(d < 0)[0])
+        raise ValueError(f"indptr must be non-decreasing; it falls at row {r}")
+    if h.shape[0] > 1:
+        step_ok = h[1:] > h[:-1]
+        # positions where a row starts may go down; inside a row they must rise
+        row_start = np.zeros(h.shape[0], dtype=bool)
+        row_start[ip[1:-1][ip[1:-1] < h.shape[0]]] = True
+        bad = ~step_ok & ~row_start[1:]
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0]) + 1
+            row = int(np.searchsorted(ip, pos, side="right") - 1)
+            what = "a duplicate" if h[pos] == h[pos - 1] else "out of order"
+            raise ValueError(
+                f"hashes of row {row} must be sorted ascending and unique; "
+                f"position {pos - ip[row]} is {what}"
+            )
+    c = None
+    if counts is not None:
+        c = as_int_array(counts, "counts")
+        if c.shape[0] != h.shape[0]:
+            raise ValueError(
+                f"counts must have one entry per hash ({h.shape[0]}), got {c.shape[0]}"
+            )
+        if c.size and (c.min() < 1 or c.max() > np.iinfo(np.uint32).max):
+            raise ValueError("counts must be in [1, 2**32 - 1]")
+        c = np.ascontiguousarray(c, dtype=np.uint32)
+    return ip, h, c
+
+
+def as_fields(x: Any, name: str) -> tuple:
+    """One TokenSets, or a non-empty sequence of equally long TokenSets (fields)."""
+    from .tokensets import TokenSets
+
+    if isinstance(x, TokenSets):
+        return (x,)
+    if isinstance(x, (str, bytes)) or not isinstance(x, Sequence):
+        raise TypeError(
+            f"{name} must be a TokenSets or a sequence of TokenSets (one per field), "
+            f"got {type_name(x)}"
+        )
+    fields = tuple(x)
+    if not fields:
+        raise ValueError(f"{name} must have at least one field, got an empty sequence")
+    for f, ts in enumerate(fields):
+        if not isinstance(ts, TokenSets):
+            raise TypeError(f"{name}[{f}] must be a TokenSets, got {type_name(ts)}")
+    n = len(fields[0])
+    for f, ts in enumerate(fields):
+        if len(ts) != n:
+            raise ValueError(
+                f"{name}: every field must have the same number of rows; field 0 has "
+                f"{n}, field {f} has {len(ts)}"
+            )
+    kinds = {ts.multiset for ts in fields}
+    if len(kinds) > 1:
+        raise ValueError(f"{name}: fields mix sets and multisets (multiset=True/False)")
+    return fields
+
+
+def check_compatible(left: tuple, right: tuple, lname: str, rname: str) -> None:
+    if len(left) != len(right):
+        raise ValueError(
+            f"{lname} has {len(left)} field(s) but {rname} has {len(right)}; "
+            "they must have the same fields"
+        )
+    if left[0].multiset != right[0].multiset:
+        raise ValueError(
+            f"{lname} and {rname} must both be sets or both multisets (multiset=...)"
+        )

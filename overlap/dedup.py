@@ -1,0 +1,176 @@
+"""Iterative near-duplicate removal and exact-duplicate grouping (SPEC §5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _dedup, _index, _search
+from ._progress import ProgressArg
+from ._threads import effective_n_threads
+from ._validation import as_fields, check_unit_interval
+from .search import Fields, OverlapIndex
+
+__all__ = ["DedupResult", "dedup", "exact_duplicates"]
+
+_TINY = float(np.nextafter(0.0, 1.0))
+
+
+@dataclass(frozen=True)
+class DedupResult:
+    """Outcome of :func:`dedup`.
+
+    Attributes
+    ----------
+    keep : ndarray of bool, shape (n,)
+        True for the units that stay.
+    kept_for : ndarray of int64, shape (n,)
+        For a removed unit, the unit it matched best when it was removed (a unit
+        that was present then); -1 for kept units.  Following ``kept_for`` from
+        any removed unit ends at a kept unit.
+    passes : int
+        Passes run, the last of which removed nothing.
+    cluster : ndarray of int64, shape (n,)
+        Connected component of the ``R > threshold`` graph, labelled by its
+        smallest member index.
+    n_edges : int
+        Pairs with ``R > threshold``.
+    """
+
+    keep: np.ndarray
+    kept_for: np.ndarray
+    passes: int
+    cluster: np.ndarray
+    n_edges: int
+
+    @property
+    def n_removed(self) -> int:
+        return int((~self.keep).sum())
+
+    def representative(self) -> np.ndarray:
+        """For every unit, the kept unit that its ``kept_for`` chain ends at."""
+        rep = np.arange(self.keep.shape[0], dtype=np.int64)
+        rep[~self.keep] = self.kept_for[~self.keep]
+        while True:
+            nxt = rep[rep]
+            if np.array_equal(nxt, rep):
+                return rep
+            rep = nxt
+
+
+def dedup(
+    units: Fields,
+    *,
+    threshold: float = 0.8,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> DedupResult:
+    """Iterative near-duplicate removal of the published overlap study.
+
+    A pass visits units in index order; unit ``i`` is removed when its best
+    overlap ratio against the units still present is strictly greater than
+    ``threshold`` and ``i`` is not protected in this pass.  Its best match
+    (lowest index on ties) is recorded in ``kept_for`` and protected until the
+    pass ends.  Passes repeat until one removes nothing.
+
+    Only pairs with ``R > threshold`` matter, so this runs on the edges of the
+    threshold self-join; no dense n x n matrix is ever built.
+
+    Parameters
+    ----------
+    units : TokenSets or sequence of TokenSets
+        One row per unit (a dialogue, a movie, a sample); several fields use the
+        minimum ratio over fields.
+    threshold : float in [0, 1], default 0.8
+    n_threads : int or None
+    progress : bool or callable
+        Progress of the join (the passes themselves are fast).
+
+    Returns
+    -------
+    DedupResult
+    """
+    fields = as_fields(units, "units")
+    t = check_unit_interval(threshold, "threshold")
+    nt = effective_n_threads(n_threads)
+    n = len(fields[0])
+    if t >= 1.0 or n < 2:
+        left = right = np.zeros(0, dtype=np.int64)
+        score = np.zeros(0, dtype=np.float64)
+    else:
+        pairs = OverlapIndex(fields, n_threads=nt).join(
+            None, threshold=max(t, _TINY), n_threads=nt, progress=progress
+        )
+        strict = pairs.score > t
+        left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
+    # symmetric adjacency, neighbours ascending within each row
+    src = np.concatenate([left, right])
+    dst = np.concatenate([right, left])
+    sc = np.concatenate([score, score])
+    order = np.lexsort((dst, src))
+    src, dst, sc = src[order], dst[order], sc[order]
+    adj_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=adj_ptr[1:])
+    keep, kept_for, passes = _dedup.iterative_passes(
+        adj_ptr, np.ascontiguousarray(dst), np.ascontiguousarray(sc), n
+    )
+    cluster = _dedup.component_labels(left, right, n)
+    return DedupResult(keep, kept_for, int(passes), cluster, int(left.shape[0]))
+
+
+def exact_duplicates(units: Fields, *, n_threads: int | None = None) -> np.ndarray:
+    """Group units whose token sets (every field) are identical.
+
+    Parameters
+    ----------
+    units : TokenSets or sequence of TokenSets
+    n_threads : int or None
+
+    Returns
+    -------
+    ndarray of int64, shape (n,)
+        For every unit, the smallest index of the units identical to it (itself
+        when it has no duplicate earlier).  Units with empty token sets are
+        identical to each other.
+    """
+    fields = as_fields(units, "units")
+    nt = effective_n_threads(n_threads)
+    n = len(fields[0])
+    label = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return label
+    fp = _index.collection(fields, nt).fingerprints
+    order = np.lexsort((np.arange(n), fp))
+    sfp = fp[order]
+    run_start = np.ones(n, dtype=bool)
+    run_start[1:] = sfp[1:] != sfp[:-1]
+    head = order[np.maximum.accumulate(np.where(run_start, np.arange(n), 0))]
+    member = head != order
+    if not member.any():
+        return label
+    m_idx, h_idx = order[member], head[member]
+    same = np.ones(m_idx.shape[0], dtype=bool)
+    for ts in fields:
+        a, b = ts.take(m_idx), ts.take(h_idx)
+        sa, sb = a.sizes, b.sizes
+        r = _search.pair_ratios(_index.collection((a,), nt), _index.collection((b,), nt), nt)
+        same &= (sa == sb) & ((sa == 0) | (r == 1.0))
+    label[m_idx[same]] = h_idx[same]
+    if not same.all():  # fingerprint collision: settle those runs exactly
+        _settle_collisions(fields, label, order, sfp, set(fp[m_idx[~same]].tolist()))
+    return label
+
+
+def _settle_collisions(fields, label, order, sfp, colliding) -> None:
+    for key in colliding:
+        lo, hi = np.searchsorted(sfp, key, "left"), np.searchsorted(sfp, key, "right")
+        first: dict = {}
+        for i in order[lo:hi]:  # ascending index within the run
+            row = tuple(
+                (ts.row(int(i)).tobytes(),
+                 b"" if ts.counts is None
+                 else ts.counts[ts.indptr[i]:ts.indptr[i + 1]].tobytes())
+                for ts in fields
+            )
+            label[i] = first.setdefault(row, int(i))

@@ -1,0 +1,332 @@
+"""``TokenSets``: a frozen collection of hashed token sets (or bags), CSR-style."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Callable, Sequence
+from typing import Any, Union
+
+import numpy as np
+
+from . import _tokenize
+from ._threads import effective_n_threads
+from ._validation import check_csr, check_int, check_seed, check_texts, type_name
+
+__all__ = ["TokenSets", "TOKENIZERS"]
+
+#: Tokenizer presets; each lower-cases the text with ``str.lower()`` first.
+TOKENIZERS = {"wordpunct": 0, "whitespace": 1, "char": 2}
+_MODE_WHOLE = 3
+
+Tokenizer = Union[str, Callable[[str], Sequence[str]]]
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    # callers hand over arrays nobody else holds (fresh kernel output or copies)
+    a.flags.writeable = False
+    return a
+
+
+class TokenSets:
+    """A collection of ``n`` token sets stored as sorted, unique hash rows.
+
+    Row ``i`` holds ``hashes[indptr[i]:indptr[i + 1]]`` in ascending order with no
+    repeats.  With ``multiset=True`` a parallel ``counts`` array (uint32) keeps
+    each token's multiplicity and the sizes are the sums of counts (SPEC §1).
+
+    Build one with :meth:`from_texts`, :meth:`from_ids` or :meth:`from_csr`.
+    Instances are immutable (their arrays are read-only) and picklable.
+
+    Attributes
+    ----------
+    indptr : ndarray of int64, shape (n + 1,)
+    hashes : ndarray of uint64, shape (nnz,)
+    counts : ndarray of uint32, shape (nnz,), or None for sets
+    sizes : ndarray of int64, shape (n,)
+        |row|: the number of distinct tokens, or the sum of counts for bags.
+    multiset : bool
+    """
+
+    __slots__ = ("_indptr", "_hashes", "_counts", "_sizes")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "build TokenSets with TokenSets.from_texts(...), from_ids(...) or from_csr(...)"
+        )
+
+    @classmethod
+    def _trusted(cls, indptr: np.ndarray, hashes: np.ndarray, counts: np.ndarray | None):
+        self = object.__new__(cls)
+        self._indptr = _frozen(np.ascontiguousarray(indptr, dtype=np.int64))
+        self._hashes = _frozen(np.ascontiguousarray(hashes, dtype=np.uint64))
+        self._counts = None if counts is None else _frozen(
+            np.ascontiguousarray(counts, dtype=np.uint32)
+        )
+        if counts is None:
+            sizes = np.diff(self._indptr)
+        else:
+            csum = np.zeros(self._hashes.shape[0] + 1, dtype=np.int64)
+            np.cumsum(self._counts, out=csum[1:])
+            sizes = csum[self._indptr[1:]] - csum[self._indptr[:-1]]
+        self._sizes = _frozen(np.ascontiguousarray(sizes, dtype=np.int64))
+        return self
+
+    # ------------------------------------------------------------------ build
+    @classmethod
+    def from_texts(
+        cls,
+        texts: Sequence[str],
+        tokenizer: Tokenizer = "wordpunct",
+        ngram: int = 1,
+        multiset: bool = False,
+        n_threads: int | None = None,
+        *,
+        seed: int = 0,
+    ) -> TokenSets:
+        """Tokenize and hash texts.
+
+        Parameters
+        ----------
+        texts : sequence of str
+        tokenizer : {"wordpunct", "whitespace", "char"} or callable
+            ``"wordpunct"`` (default) lower-cases, takes the matches of
+            ``\\w+|[^\\w\\s]+`` and drops every token that is a substring of
+            ``string.punctuation`` (the published reference's rule).
+            ``"whitespace"`` lower-cases and splits on whitespace.  ``"char"``
+            lower-cases and makes every non-space character a token.  A callable
+            ``str -> list[str]`` receives the text unchanged.
+        ngram : int, default 1
+            Make the set out of contiguous ``ngram``-grams of the token list;
+            texts with fewer tokens give the empty set.
+        multiset : bool, default False
+            Keep token counts (bag semantics) instead of sets.
+        n_threads : int or None
+            Threads for hashing (None: all cores).
+        seed : int, default 0
+            Hash seed; sets built with different seeds are not comparable.
+
+        Returns
+        -------
+        TokenSets
+        """
+        items = check_texts(texts, "texts")
+        ngram = check_int(ngram, "ngram", minimum=1)
+        multiset = _check_bool(multiset, "multiset")
+        seed = check_seed(seed)
+        nt = effective_n_threads(n_threads)
+        if isinstance(tokenizer, str):
+            if tokenizer not in TOKENIZERS:
+                raise ValueError(
+                    f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable, "
+                    f"got {tokenizer!r}"
+                )
+            lowered = [t.lower() for t in items]
+            indptr, raw = _tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, nt)
+        elif callable(tokenizer):
+            tokens: list[str] = []
+            lengths = np.empty(len(items), dtype=np.int64)
+            for i, text in enumerate(items):
+                toks = tokenizer(text)
+                if isinstance(toks, str) or not isinstance(toks, Sequence):
+                    raise TypeError(
+                        f"tokenizer must return a list of str; for texts[{i}] it returned "
+                        f"{type_name(toks)}"
+                    )
+                for t in toks:
+                    if not isinstance(t, str):
+                        raise TypeError(
+                            f"tokenizer returned a {type_name(t)} token for texts[{i}]; "
+                            "tokens must be str"
+                        )
+                tokens.extend(toks)
+                lengths[i] = len(toks)
+            _, raw = _tokenize.scan_texts(tokens, _MODE_WHOLE, seed, nt)
+            indptr = np.zeros(len(items) + 1, dtype=np.int64)
+            np.cumsum(lengths, out=indptr[1:])
+        else:
+            raise TypeError(
+                f"tokenizer must be a preset name or a callable, got {type_name(tokenizer)}"
+            )
+        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+
+    @classmethod
+    def from_ids(
+        cls,
+        sequences: Sequence[Sequence[int]] | Sequence[np.ndarray],
+        ngram: int = 1,
+        multiset: bool = False,
+        n_threads: int | None = None,
+        *,
+        seed: int = 0,
+    ) -> TokenSets:
+        """Build token sets from pre-tokenized integer ids (e.g. ``input_ids``).
+
+        Parameters
+        ----------
+        sequences : sequence of sequences of non-negative int
+            One id sequence per text (lists, tuples or 1-D integer arrays).
+            Repeats collapse, or are counted with ``multiset=True``.
+        ngram, multiset, n_threads, seed
+            As in :meth:`from_texts`.  A unigram's hash is a bijection of its id,
+            so distinct ids never collide.
+
+        Returns
+        -------
+        TokenSets
+        """
+        if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
+            raise TypeError(
+                f"sequences must be a sequence of id sequences, got {type_name(sequences)}"
+            )
+        ngram = check_int(ngram, "ngram", minimum=1)
+        multiset = _check_bool(multiset, "multiset")
+        seed = check_seed(seed)
+        nt = effective_n_threads(n_threads)
+        if isinstance(sequences, np.ndarray) and sequences.ndim == 2:
+            sequences = list(sequences)
+        parts = []
+        lengths = np.empty(len(sequences), dtype=np.int64)
+        for i, seq in enumerate(sequences):
+            if isinstance(seq, (str, bytes)):
+                raise TypeError(f"sequences[{i}] must be a sequence of ints, got {type_name(seq)}")
+            arr = np.asarray(seq)
+            if arr.ndim != 1:
+                if arr.ndim == 0:
+                    raise TypeError(
+                        f"sequences[{i}] must be a sequence of ints, got {type_name(seq)}"
+                    )
+                raise ValueError(f"sequences[{i}] must be 1-dimensional, got shape {arr.shape}")
+            if arr.size:
+                if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
+                    raise TypeError(
+                        f"sequences[{i}] must hold integers, got dtype {arr.dtype}"
+                    )
+                if np.issubdtype(arr.dtype, np.signedinteger) and arr.min() < 0:
+                    raise ValueError(
+                        f"sequences[{i}] holds a negative id ({int(arr.min())}); ids must be >= 0"
+                    )
+            parts.append(arr.astype(np.uint64, copy=False))
+            lengths[i] = arr.shape[0]
+        ids = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+        indptr = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        raw = _tokenize.hash_ids(np.ascontiguousarray(ids, dtype=np.uint64), seed, nt)
+        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+
+    @classmethod
+    def from_csr(cls, indptr: Any, hashes: Any, counts: Any = None) -> TokenSets:
+        """Wrap raw CSR arrays after checking them.
+
+        Parameters
+        ----------
+        indptr : array-like of int, shape (n + 1,)
+            Row boundaries: starts at 0, non-decreasing, ends at ``len(hashes)``.
+        hashes : array-like of uint64
+            Each row sorted ascending with no repeats.
+        counts : array-like of int, optional
+            Multiplicities (>= 1) for a multiset, aligned with ``hashes``.
+
+        Returns
+        -------
+        TokenSets
+            Holding copies: later changes to the inputs do not leak in.
+        """
+        ip, h, c = check_csr(indptr, hashes, counts)
+        return cls._trusted(ip.copy(), h.copy(), None if c is None else c.copy())
+
+    # -------------------------------------------------------------- accessors
+    @property
+    def indptr(self) -> np.ndarray:
+        return self._indptr
+
+    @property
+    def hashes(self) -> np.ndarray:
+        return self._hashes
+
+    @property
+    def counts(self) -> np.ndarray | None:
+        return self._counts
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return self._sizes
+
+    @property
+    def multiset(self) -> bool:
+        return self._counts is not None
+
+    @property
+    def nnz(self) -> int:
+        """Total number of stored (distinct per row) tokens."""
+        return int(self._hashes.shape[0])
+
+    def __len__(self) -> int:
+        return int(self._indptr.shape[0] - 1)
+
+    def row(self, i: int) -> np.ndarray:
+        """The sorted hashes of row ``i`` (a read-only view)."""
+        n = len(self)
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise TypeError(f"i must be an int, got {type_name(i)}")
+        if not -n <= i < n:
+            raise IndexError(f"row {i} out of range for {n} token sets")
+        i = int(i) % n
+        return self._hashes[self._indptr[i]:self._indptr[i + 1]]
+
+    def take(self, rows: Any) -> TokenSets:
+        """A new TokenSets holding ``rows`` (indices or a boolean mask), in that order."""
+        idx = np.asarray(rows)
+        if idx.dtype == np.bool_:
+            if idx.shape != (len(self),):
+                raise ValueError(
+                    f"a boolean mask for rows must have shape ({len(self)},), got {idx.shape}"
+                )
+            idx = np.flatnonzero(idx)
+        elif idx.size and not np.issubdtype(idx.dtype, np.integer):
+            raise TypeError(f"rows must be integer indices or a boolean mask, got {idx.dtype}")
+        idx = idx.astype(np.int64, copy=False).ravel()
+        n = len(self)
+        if idx.size and (idx.min() < -n or idx.max() >= n):
+            raise IndexError(f"rows out of range for {n} token sets")
+        idx = idx % max(n, 1)
+        starts = self._indptr[idx]
+        lens = self._indptr[idx + 1] - starts
+        indptr = np.zeros(idx.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lens, out=indptr[1:])
+        gather = np.repeat(starts - indptr[:-1], lens) + np.arange(indptr[-1])
+        counts = None if self._counts is None else self._counts[gather]
+        return TokenSets._trusted(indptr, self._hashes[gather], counts)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TokenSets):
+            return NotImplemented
+        return (
+            np.array_equal(self._indptr, other._indptr)
+            and np.array_equal(self._hashes, other._hashes)
+            and self.multiset == other.multiset
+            and (self._counts is None or np.array_equal(self._counts, other._counts))
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        kind = "bags" if self.multiset else "sets"
+        return f"TokenSets({len(self)} {kind}, {self.nnz} tokens)"
+
+    def __reduce__(self):
+        return (_rebuild, (self._indptr, self._hashes, self._counts))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_sizes"):
+            raise AttributeError("TokenSets is immutable")
+        object.__setattr__(self, name, value)
+
+
+def _rebuild(indptr, hashes, counts):
+    return TokenSets._trusted(indptr, hashes, counts)
+
+
+def _check_bool(value: Any, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type_name(value)}")
+    return bool(value)

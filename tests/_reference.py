@@ -1,0 +1,144 @@
+"""Plain-Python definitions of everything the overlap kernels compute.
+
+Slow and obvious on purpose: the kernels are tested against these.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+
+PUNCT = string.punctuation
+WORDPUNCT = re.compile(r"\w+|[^\w\s]+")
+
+
+def tokenize_wordpunct(text: str) -> list[str]:
+    """The published reference's rule: regex tokens, minus substrings of punctuation."""
+    return [t for t in WORDPUNCT.findall(text.lower()) if t not in PUNCT]
+
+
+def tokenize_whitespace(text: str) -> list[str]:
+    return text.lower().split()
+
+
+def tokenize_char(text: str) -> list[str]:
+    return [c for c in text.lower() if not c.isspace()]
+
+
+def ngrams(tokens: list, k: int) -> list[tuple]:
+    return [tuple(tokens[i:i + k]) for i in range(len(tokens) - k + 1)]
+
+
+def bag(tokens: list, k: int = 1, multiset: bool = False) -> Counter:
+    grams = ngrams(tokens, k)
+    c = Counter(grams)
+    if not multiset:
+        c = Counter({g: 1 for g in c})
+    return c
+
+
+def dice(u: Counter, v: Counter) -> float:
+    """2|u ∩ v| / (|u| + |v|), 0 when both are empty (multiset-aware)."""
+    su, sv = sum(u.values()), sum(v.values())
+    if su + sv == 0:
+        return 0.0
+    inter = sum(min(c, v[g]) for g, c in u.items() if g in v)
+    return 2.0 * inter / (su + sv)
+
+
+def sample_ratio(x: tuple, y: tuple) -> float:
+    """Multi-field ratio: the minimum over fields."""
+    return min(dice(a, b) for a, b in zip(x, y))
+
+
+def max_overlap(queries: list, references: list | None, top_k: int = 1,
+                min_score: float = 0.0):
+    """Brute force top-k: lists of (score, index), ties to the lowest index."""
+    self_mode = references is None
+    refs = queries if self_mode else references
+    out = []
+    for i, q in enumerate(queries):
+        cands = []
+        for j, r in enumerate(refs):
+            if self_mode and i == j:
+                continue
+            s = sample_ratio(q, r)
+            if s > 0.0 and s >= min_score:
+                cands.append((-s, j))
+        cands.sort()
+        row = [(-s, j) for s, j in cands[:top_k]]
+        row += [(0.0, -1)] * (top_k - len(row))
+        out.append(row)
+    return out
+
+
+def join(left: list, right: list | None, threshold: float):
+    """All (i, j, score) with score >= threshold (i < j for a self-join)."""
+    self_mode = right is None
+    rs = left if self_mode else right
+    out = []
+    for i, a in enumerate(left):
+        for j, b in enumerate(rs):
+            if self_mode and j <= i:
+                continue
+            s = sample_ratio(a, b)
+            if s >= threshold and s > 0.0:
+                out.append((i, j, s))
+    return out
+
+
+def dedup(units: list, threshold: float):
+    """The published iterative method, literally (SPEC §5)."""
+    n = len(units)
+    present = [True] * n
+    kept_for = [-1] * n
+    passes = 0
+    while True:
+        passes += 1
+        protected = [False] * n
+        removed = False
+        for i in range(n):
+            if not present[i] or protected[i]:
+                continue
+            best, best_s = -1, -1.0
+            for j in range(n):
+                if j == i or not present[j]:
+                    continue
+                s = sample_ratio(units[i], units[j])
+                if s > best_s:
+                    best, best_s = j, s
+            if best >= 0 and best_s > threshold:
+                present[i] = False
+                kept_for[i] = best
+                protected[best] = True
+                removed = True
+        if not removed:
+            break
+    # clusters: connected components of R > t, labelled by the smallest member
+    label = list(range(n))
+
+    def find(a):
+        while label[a] != a:
+            label[a] = label[label[a]]
+            a = label[a]
+        return a
+
+    for i in range(n):
+        for j in range(i + 1, n):
+            if sample_ratio(units[i], units[j]) > threshold:
+                ri, rj = find(i), find(j)
+                if ri != rj:
+                    label[max(ri, rj)] = min(ri, rj)
+    cluster = [find(i) for i in range(n)]
+    return present, kept_for, passes, cluster
+
+
+def exact_duplicates(units: list) -> list[int]:
+    """Label = smallest index of the units with identical token sets."""
+    first: dict = {}
+    out = []
+    for i, u in enumerate(units):
+        key = tuple(frozenset(f.items()) for f in u)
+        out.append(first.setdefault(key, i))
+    return out
