@@ -1,0 +1,65 @@
+import numpy as np
+from numpy.typing import NDArray
+
+class Collection:
+    fingerprints: NDArray[np.uint64]
+    def __init__(
+        self,
+        ip: NDArray[np.int64],
+        h: NDArray[np.uint64],
+        cnt: NDArray[np.uint32],
+        sz: NDArray[np.int64],
+        fp: NDArray[np.uint64],
+        n_fields: int,
+        n: int,
+        multiset: bool,
+    ) -> None: ...
+
+class ReferenceIndex:
+    refs: Collection
+    def __init__(
+        self,
+        refs: Collection,
+        vocab: NDArray[np.uint64],
+        voff: NDArray[np.int64],
+        pptr: NDArray[np.int64],
+        pref: NDArray[np.int32],
+        psize: NDArray[np.int32],
+        pcnt: NDArray[np.uint32],
+        fps: NDArray[np.uint64],
+        fpi: NDArray[np.int64],
+    ) -> None: ...
+    def top_k(
+        self,
+        queries: Collection,
+        start: int,
+        stop: int,
+        k: int,
+        min_score: float,
+        exclude_self: bool,
+        max_row: int,
+        n_threads: int,
+        out_score: NDArray[np.float64],
+        out_index: NDArray[np.int64],
+    ) -> None: ...
+    def join(
+        self,
+        queries: Collection,
+        start: int,
+        stop: int,
+        threshold: float,
+        upper_only: bool,
+        max_row: int,
+        n_threads: int,
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
+
+def pair_ratios(a: Collection, b: Collection, n_threads: int) -> NDArray[np.float64]: ...
+def row_fingerprints(
+    ip: NDArray[np.int64],
+    h: NDArray[np.uint64],
+    cnt: NDArray[np.uint32],
+    n_fields: int,
+    n: int,
+    multiset: bool,
+    n_threads: int,
+) -> NDArray[np.uint64]: ...
