@@ -190,6 +190,8 @@ class TokenSets:
             if isinstance(seq, (str, bytes)):
                 raise TypeError(f"sequences[{i}] must be a sequence of ints, got {type_name(seq)}")
             arr = np.asarray(seq)
+            if arr.dtype.kind in "fO" and isinstance(seq, (list, tuple)):
+                arr = _python_ints(seq, i, arr)
             if arr.ndim != 1:
                 if arr.ndim == 0:
                     raise TypeError(
@@ -324,6 +326,17 @@ class TokenSets:
 
 def _rebuild(indptr, hashes, counts):
     return TokenSets._trusted(indptr, hashes, counts)
+
+
+def _python_ints(seq: Sequence, i: int, fallback: np.ndarray) -> np.ndarray:
+    """Python ints beyond int64 (numpy makes them float/object): keep them exact."""
+    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in seq):
+        return fallback
+    if any(x < 0 for x in seq):
+        raise ValueError(f"sequences[{i}] holds a negative id ({min(seq)}); ids must be >= 0")
+    if any(x >= 2**64 for x in seq):
+        raise ValueError(f"sequences[{i}] holds an id >= 2**64 ({max(seq)})")
+    return np.array([int(x) for x in seq], dtype=np.uint64)
 
 
 def _check_bool(value: Any, name: str) -> bool:

@@ -26,6 +26,37 @@ def tokenize_char(text: str) -> list[str]:
     return [c for c in text.lower() if not c.isspace()]
 
 
+M64 = (1 << 64) - 1
+
+
+def fmix64(k: int) -> int:
+    k ^= k >> 33
+    k = (k * 0xFF51AFD7ED558CCD) & M64
+    k ^= k >> 33
+    k = (k * 0xC4CEB9FE1A85EC53) & M64
+    return k ^ (k >> 33)
+
+
+def token_hash(token: str, seed: int = 0) -> int:
+    """FNV-1a over the UTF-8 bytes (surrogates as 3 bytes), then fmix64."""
+    h = 0xCBF29CE484222325 ^ fmix64((seed + 0x9E3779B97F4A7C15) & M64)
+    data = token.encode("utf-8", "surrogatepass")
+    for b in data:
+        h = ((h ^ b) * 0x100000001B3) & M64
+    return fmix64(h ^ ((len(data) * 0x9E3779B97F4A7C15) & M64))
+
+
+def id_hash(x: int, seed: int = 0) -> int:
+    return fmix64(x ^ fmix64(seed ^ 0x5BD1E9955BD1E995))
+
+
+def ngram_hash(hashes: list[int]) -> int:
+    g = hashes[0]
+    for h in hashes[1:]:
+        g = fmix64(((g * 0x9E3779B97F4A7C15) & M64) ^ ((h + 0x632BE59BD9B4E019) & M64))
+    return g
+
+
 def ngrams(tokens: list, k: int) -> list[tuple]:
     return [tuple(tokens[i:i + k]) for i in range(len(tokens) - k + 1)]
 

@@ -1,0 +1,42 @@
+"""The one n_threads rule shared by every parallel entry point."""
+
+from __future__ import annotations
+
+import pytest
+
+import overlap
+from overlap._threads import effective_n_threads, usable_cores
+
+
+def test_positive_counts_pass_through():
+    expected = 3 if overlap.openmp_enabled() else 1
+    assert effective_n_threads(3) == expected
+
+
+def test_none_uses_all_cores_or_omp_num_threads(monkeypatch):
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    if not overlap.openmp_enabled():
+        assert effective_n_threads(None) == 1
+        return
+    assert 1 <= effective_n_threads(None) <= usable_cores()
+    monkeypatch.setenv("OMP_NUM_THREADS", "5")
+    assert effective_n_threads(None) == 5
+
+
+def test_negative_counts_back_from_all_cores():
+    if not overlap.openmp_enabled():
+        pytest.skip("build without OpenMP: every count resolves to 1")
+    assert effective_n_threads(-1) == usable_cores()
+    with pytest.raises(ValueError, match="n_threads"):
+        effective_n_threads(-(usable_cores() + 1))
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (1.5, TypeError), (True, TypeError),
+                                      ("2", TypeError)])
+def test_bad_values(bad, exc):
+    with pytest.raises(exc, match="n_threads"):
+        effective_n_threads(bad)
+
+
+def test_openmp_flag_is_a_bool():
+    assert isinstance(overlap.openmp_enabled(), bool)
