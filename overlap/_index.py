@@ -31,7 +31,14 @@ def collection(fields: tuple, n_threads: int) -> _search.Collection:
 
 
 def reference_index(fields: tuple, coll: _search.Collection) -> _search.ReferenceIndex:
-    """Inverted index of every field: postings sorted by (token, size, reference).
+    """Inverted index of every field, laid out for prefix and positional filtering.
+
+    Tokens are ranked by document frequency (rarest first, ties by hash); the
+    query kernel visits its tokens in the same order.  Every posting entry of
+    reference ``r`` for token ``t`` stores ``|r|`` and ``e``: the mass of the
+    tokens of ``r`` ranked at or after ``t`` (``t`` included).  Entries of one
+    token are sorted by reference, so a query's scan walks the per-reference
+    state in address order.
 
     Memory is linear in the number of stored tokens.
     """
@@ -39,21 +46,32 @@ def reference_index(fields: tuple, coll: _search.Collection) -> _search.Referenc
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
     multiset = fields[0].multiset
-    vocabs, pptrs, prefs, psizes, pcnts = [], [], [], [], []
+    vocabs, pptrs, prefs, psizes, pes, pcnts = [], [], [], [], [], []
     voff = [0]
     base = 0
     for ts in fields:
         vocab, inverse = np.unique(ts.hashes, return_inverse=True)
+        df = np.bincount(inverse, minlength=vocab.shape[0])
+        rank = np.empty(vocab.shape[0], dtype=np.int64)
+        rank[np.lexsort((vocab, df))] = np.arange(vocab.shape[0])
         rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(ts.indptr))
+        weight = ts.counts.astype(np.int64) if multiset else np.ones(ts.nnz, dtype=np.int64)
+        # e: suffix mass of each row in rank order (the entry's own token included)
+        entry_rank = rank[inverse]
+        by_row = np.lexsort((-entry_rank, rows))
+        csum = np.cumsum(weight[by_row])
+        row_start = ts.indptr[rows[by_row]]
+        before = np.where(row_start > 0, csum[np.maximum(row_start - 1, 0)], 0)
+        e = np.empty(ts.nnz, dtype=np.int64)
+        e[by_row] = csum - before
         sizes = np.minimum(ts.sizes, _INT32_MAX).astype(np.int32)
-        row_sizes = sizes[rows]
-        order = np.lexsort((rows, row_sizes, inverse))
+        order = np.lexsort((rows, inverse))  # by token, then reference
         prefs.append(rows[order])
-        psizes.append(row_sizes[order])
+        psizes.append(sizes[rows][order])
+        pes.append(np.minimum(e, _INT32_MAX).astype(np.int32)[order])
         if multiset:
             pcnts.append(ts.counts[order])
-        counts = np.bincount(inverse, minlength=vocab.shape[0])
-        ptr = np.cumsum(counts) + base
+        ptr = np.cumsum(df) + base
         pptrs.append(ptr)
         base = int(ptr[-1]) if ptr.shape[0] else base
         vocabs.append(vocab)
@@ -68,6 +86,7 @@ def reference_index(fields: tuple, coll: _search.Collection) -> _search.Referenc
         np.ascontiguousarray(pptr),
         np.ascontiguousarray(np.concatenate(prefs), dtype=np.int32),
         np.ascontiguousarray(np.concatenate(psizes), dtype=np.int32),
+        np.ascontiguousarray(np.concatenate(pes), dtype=np.int32),
         np.ascontiguousarray(np.concatenate(pcnts), dtype=np.uint32) if multiset else _EMPTY_U32,
         np.ascontiguousarray(fp[fpi]),
         fpi,
@@ -80,3 +99,8 @@ def coll_fingerprints(coll: _search.Collection) -> np.ndarray:
 
 def max_row(fields: tuple) -> int:
     return int(max((int(np.diff(ts.indptr).max()) if len(ts) else 0) for ts in fields))
+
+
+def max_mass(fields: tuple) -> int:
+    """Largest row size (sum of counts for bags) over all fields."""
+    return int(max((int(ts.sizes.max()) if len(ts) else 0) for ts in fields))

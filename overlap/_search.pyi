@@ -25,6 +25,7 @@ class ReferenceIndex:
         pptr: NDArray[np.int64],
         pref: NDArray[np.int32],
         psize: NDArray[np.int32],
+        psuf: NDArray[np.int32],
         pcnt: NDArray[np.uint32],
         fps: NDArray[np.uint64],
         fpi: NDArray[np.int64],
@@ -38,6 +39,7 @@ class ReferenceIndex:
         min_score: float,
         exclude_self: bool,
         max_row: int,
+        max_mass: int,
         n_threads: int,
         out_score: NDArray[np.float64],
         out_index: NDArray[np.int64],
@@ -50,6 +52,7 @@ class ReferenceIndex:
         threshold: float,
         upper_only: bool,
         max_row: int,
+        max_mass: int,
         n_threads: int,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
 

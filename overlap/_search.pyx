@@ -30,7 +30,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
-from libc.stdlib cimport malloc, calloc, realloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.math cimport floor
 
 from overlap._openmp cimport omp_get_thread_num
@@ -41,6 +41,12 @@ cnp.import_array()
 cdef enum:
     MODE_TOPK = 0
     MODE_JOIN = 1
+
+cdef enum:
+    COUNT_MASK = 0x3FFFFFFF
+    FLAG_CANDIDATE = 0x40000000
+    FLAG_DONE = 0x80000000
+    FLAG_HOPELESS = 0xC0000000
 
 ctypedef struct Coll:
     int F
@@ -56,7 +62,8 @@ ctypedef struct Index:
     const int64_t* voff      # F + 1 offsets into vocab
     const int64_t* pptr      # V + 1 posting boundaries
     const int32_t* pref      # posting reference ids
-    const int32_t* psize     # posting reference sizes (ascending within a token)
+    const int32_t* psize     # posting reference sizes
+    const int32_t* psuf      # reference mass from the token on (descending within a token)
     const uint32_t* pcnt     # posting counts (NULL for sets)
     const uint64_t* fps      # reference fingerprints, ascending
     const int64_t* fpi       # their reference ids (ascending within equal fps)
@@ -71,16 +78,25 @@ ctypedef struct PairBuf:
     int failed
 
 ctypedef struct Scratch:
-    int32_t* acc
-    uint8_t* flag
+    uint32_t* state      # n_refs words: count (low 30 bits), flag (top 2 bits)
     int32_t* touched
+    int32_t* exact       # candidates' counts (touched order)
+    int32_t* sorted_c
+    int32_t* ubound      # candidates' intersection bounds (touched order)
+    int32_t* sorted      # candidates by bound, descending
+    int32_t* sorted_u
+    int64_t* bucket      # counting-sort buckets, max query size + 1
     int64_t* ps
     int64_t* pe
     uint32_t* qc
-    int64_t* order
+    int32_t* fld
+    uint64_t* order
     double* ks
     int64_t* ki
     int nk
+    int64_t n_post       # postings read
+    int64_t n_touch      # candidates admitted
+    int64_t n_verify     # exact verifications
 
 
 cdef class Collection:
@@ -108,34 +124,39 @@ cdef class ReferenceIndex:
     cdef Index x
     cdef object _keep
     cdef readonly Collection refs
+    cdef readonly object last_stats
 
     def __init__(self, Collection refs, const uint64_t[::1] vocab, const int64_t[::1] voff,
                  const int64_t[::1] pptr, const int32_t[::1] pref, const int32_t[::1] psize,
-                 const uint32_t[::1] pcnt, const uint64_t[::1] fps, const int64_t[::1] fpi):
+                 const int32_t[::1] psuf, const uint32_t[::1] pcnt, const uint64_t[::1] fps, const int64_t[::1] fpi):
         self.refs = refs
-        self._keep = (vocab, voff, pptr, pref, psize, pcnt, fps, fpi)
+        self._keep = (vocab, voff, pptr, pref, psize, psuf, pcnt, fps, fpi)
         self.x.vocab = &vocab[0] if vocab.shape[0] else NULL
         self.x.voff = &voff[0]
         self.x.pptr = &pptr[0]
         self.x.pref = &pref[0] if pref.shape[0] else NULL
         self.x.psize = &psize[0] if psize.shape[0] else NULL
+        self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
         self.x.pcnt = (&pcnt[0] if pcnt.shape[0] else NULL) if refs.c.c != NULL else NULL
         self.x.fps = &fps[0] if fps.shape[0] else NULL
         self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
         self.x.nfp = fps.shape[0]
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
-              bint exclude_self, int64_t max_row, int n_threads,
+              bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
               double[:, ::1] out_score, int64_t[:, ::1] out_index):
         """Top-k search for queries[start:stop] into out_*[start:stop]."""
+        stats = np.zeros((max(1, n_threads), 3), dtype=np.int64)
+        cdef int64_t[:, ::1] sv = stats
         cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
-                                  k, min_score, exclude_self, max_row, n_threads,
-                                  &out_score[0, 0], &out_index[0, 0], NULL)
+                                  k, min_score, exclude_self, max_row, max_mass, n_threads,
+                                  &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0])
+        self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap search: out of memory for per-thread scratch")
 
     def join(self, Collection queries, int64_t start, int64_t stop, double threshold,
-             bint upper_only, int64_t max_row, int n_threads):
+             bint upper_only, int64_t max_row, int64_t max_mass, int n_threads):
         """Pairs (i, j, score) with score >= threshold for queries[start:stop] (unsorted).
 
         With ``upper_only`` only references j > i are considered (self-join).
@@ -146,9 +167,13 @@ cdef class ReferenceIndex:
             raise MemoryError("overlap join: out of memory")
         cdef int ok
         cdef int64_t total = 0, pos = 0
+        stats = np.zeros((nt, 3), dtype=np.int64)
+        cdef int64_t[:, ::1] sv = stats
         try:
             ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
-                             1, threshold, upper_only, max_row, nt, NULL, NULL, bufs)
+                             1, threshold, upper_only, max_row, max_mass, nt, NULL, NULL, bufs,
+                             &sv[0, 0])
+            self.last_stats = stats.sum(axis=0)
             for t in range(nt):
                 if bufs[t].failed:
                     ok = 1
@@ -187,18 +212,6 @@ cdef inline int64_t lower_bound_u64(const uint64_t* a, int64_t lo, int64_t hi,
     return lo
 
 
-cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
-                                    int64_t key) noexcept nogil:
-    cdef int64_t mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
 cdef inline int64_t field_inter(const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
                                 int f) noexcept nogil:
     cdef int64_t a0 = Q.ip[f * (Q.n + 1) + qi], a1 = Q.ip[f * (Q.n + 1) + qi + 1]
@@ -222,6 +235,80 @@ cdef inline double exact_score(const Coll* Q, int64_t qi, const Coll* R, int64_t
         d = dice(inter, Q.sz[f * Q.n + qi], R.sz[f * R.n + ri])
         if d < s:
             s = d
+        if s == 0.0:
+            break
+    return s
+
+
+cdef inline int64_t bounded_inter(const uint64_t* a, const uint32_t* ca, int64_t na,
+                                  const uint64_t* b, const uint32_t* cb, int64_t nb,
+                                  int64_t need, int64_t mass_a, int64_t mass_b) noexcept nogil:
+    """|a ∩ b| (multiset-aware), or -1 as soon as it surely stays below ``need``.
+
+    ``mass_a``/``mass_b`` are the total masses (sizes); the unmatched rest of
+    each side bounds what is still to come.
+    """
+    cdef int64_t i = 0, j = 0, c = 0, ra = mass_a, rb = mass_b, w
+    cdef uint64_t x, y
+    while i < na and j < nb:
+        if c + (ra if ra < rb else rb) < need:
+            return -1
+        x = a[i]
+        y = b[j]
+        if x == y:
+            if ca != NULL:
+                w = ca[i] if ca[i] < cb[j] else cb[j]
+                ra -= ca[i]
+                rb -= cb[j]
+            else:
+                w = 1
+                ra -= 1
+                rb -= 1
+            c += w
+            i += 1
+            j += 1
+        elif x < y:
+            ra -= ca[i] if ca != NULL else 1
+            i += 1
+        else:
+            rb -= cb[j] if cb != NULL else 1
+            j += 1
+    return c
+
+
+cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
+                                 double cut, int known_field, int64_t known_inter) noexcept nogil:
+    """min over fields of Dice, or 0.0 once some field surely falls below ``cut``.
+
+    Field ``known_field`` (if >= 0) uses the intersection ``known_inter``.
+    """
+    cdef double s = 2.0, dd
+    cdef int f
+    cdef int64_t a0, a1, b0, b1, qs, rs, need, inter
+    for f in range(Q.F):
+        a0 = Q.ip[f * (Q.n + 1) + qi]
+        a1 = Q.ip[f * (Q.n + 1) + qi + 1]
+        b0 = R.ip[f * (R.n + 1) + ri]
+        b1 = R.ip[f * (R.n + 1) + ri + 1]
+        qs = Q.sz[f * Q.n + qi]
+        rs = R.sz[f * R.n + ri]
+        # the smallest count that is not surely below the cut
+        need = <int64_t>(cut * <double>(qs + rs) * 0.5)
+        if need > 0:
+            need -= 1
+        if f == known_field:
+            inter = known_inter
+        elif Q.c != NULL:
+            inter = bounded_inter(Q.h + a0, Q.c + a0, a1 - a0, R.h + b0, R.c + b0, b1 - b0,
+                                  need, qs, rs)
+        else:
+            inter = bounded_inter(Q.h + a0, NULL, a1 - a0, R.h + b0, NULL, b1 - b0,
+                                  need, qs, rs)
+        if inter < 0:
+            return 0.0
+        dd = dice(inter, qs, rs)
+        if dd < s:
+            s = dd
         if s == 0.0:
             break
     return s
@@ -300,20 +387,36 @@ cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept 
     return 0
 
 
-cdef void size_window(double thr, int64_t qsize, int64_t* slo, int64_t* shi) noexcept nogil:
-    """Reference sizes s that can satisfy 2*min(q,s)/(q+s) >= thr (widened)."""
-    cdef double lo, hi
-    if thr <= 0.0:
-        slo[0] = 0
-        shi[0] = 2147483647
+cdef inline void sort_keys(uint64_t* a, int64_t n) noexcept nogil:
+    cdef int64_t i, j
+    cdef uint64_t v
+    if n > 48:
+        qsort(a, n, sizeof(uint64_t), cmp_u64)
         return
-    lo = thr * <double>qsize / (2.0 - thr)
-    hi = (2.0 - thr) * <double>qsize / thr
-    slo[0] = <int64_t>floor(lo * (1.0 - 1e-9))
-    if hi > 2147483000.0:
-        shi[0] = 2147483647
-    else:
-        shi[0] = <int64_t>floor(hi * (1.0 + 1e-9)) + 1
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v
+
+
+cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
+                                    int64_t key) noexcept nogil:
+    cdef int64_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < key:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
 
 
 cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, int mode,
@@ -323,18 +426,39 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
 
     ``exclude`` skips reference qi (top-k, all-vs-rest) or every reference <= qi
     (join, self-join upper triangle).
+
+    Candidates come from one driver field d, whose query tokens are visited in
+    the index's rank order (rarest first).  Every posting entry of a current
+    candidate is counted, so counts are exact for the tokens visited.  A new
+    reference is admitted only where it can still reach the running threshold:
+    with ``rem`` query mass left (this token included) and ``e`` mass of the
+    reference from this token on, it gains at most ``min(rem, e)`` (prefix and
+    positional filters, plus the other fields' length filter).  The visit stops
+    when no reference could be admitted any more; the unvisited mass then
+    bounds what the candidates can still gain.
+
+    Per-reference state is one uint32: the count in the low 30 bits and a flag
+    in the top two (0 unseen, 1 candidate, 2 done, 3 hopeless).
     """
-    cdef int F = Q.F, f, d = 0
-    cdef int64_t t, m, ntok, p, lo, hi, j, r, nt = 0, cost, best_cost = -1
-    cdef int64_t qsize, rem, slo, shi, c, rs, qa, qb, v0, v1, pos, ptmp
-    cdef int64_t best_partial = -1, best_partial_c = 0
+    cdef int F = Q.F, f, g, d = 0
+    cdef int64_t t, m, ntok, p, p0, j, r, nt = 0, nc, cost, best_cost = -1
+    cdef int64_t q, rem, c, z, e, qa, qb, v0, v1, pos, x, rz, best_c = 0, best_r = -1
+    cdef int64_t qsz[8]
+    cdef uint32_t* state = s.state
+    cdef uint32_t w, fl
+    cdef const int32_t* pref = X.pref
+    cdef const int32_t* psize = X.psize
+    cdef const int32_t* psuf = X.psuf
+    cdef bint upper = exclude and mode == MODE_JOIN
+    cdef bint ok
     cdef uint32_t qcount, add
-    cdef double thr, ub, sc, bound
+    cdef double thr, sc, cut
     cdef uint64_t key
     s.nk = 0
     # an empty field gives R = 0 against everything
     for f in range(F):
-        if Q.sz[f * Q.n + qi] == 0:
+        qsz[f] = Q.sz[f * Q.n + qi]
+        if qsz[f] == 0:
             return
     # 1. exact duplicate: score 1.0 at the lowest identical reference
     if mode == MODE_TOPK and k == 1 and X.nfp > 0:
@@ -346,10 +470,9 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             if exclude and r == qi:
                 continue
             if rows_identical(Q, qi, R, r):
-                if 1.0 >= floor_score:
-                    s.ks[0] = 1.0
-                    s.ki[0] = r
-                    s.nk = 1
+                s.ks[0] = 1.0
+                s.ki[0] = r
+                s.nk = 1
                 return
     # 2. driver field: the one whose query tokens have the shortest postings
     for f in range(F):
@@ -380,113 +503,177 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             s.pe[ntok] = X.pptr[pos + 1]
             s.qc[ntok] = Q.c[t] if Q.c != NULL else 1
             rem += s.qc[ntok]
-            s.order[ntok] = ntok
+            # the index's rank order: document frequency, then hash
+            s.order[ntok] = (<uint64_t>(s.pe[ntok] - s.ps[ntok]) << 24) | <uint64_t>ntok
             ntok += 1
-    # rarest first (insertion sort: rows are short; ties keep query order)
-    for t in range(1, ntok):
-        ptmp = s.order[t]
-        j = t - 1
-        while j >= 0 and (s.pe[s.order[j]] - s.ps[s.order[j]]) > (s.pe[ptmp] - s.ps[ptmp]):
-            s.order[j + 1] = s.order[j]
-            j -= 1
-        s.order[j + 1] = ptmp
-    qsize = Q.sz[d * Q.n + qi]
-    # 3. accumulate partial intersections, rarest token first
+    sort_keys(s.order, ntok)
+    q = qsz[d]
+    if exclude and mode == MODE_TOPK and qi < R.n:
+        # the query itself is never a candidate (marked done, reset with the rest)
+        state[qi] = FLAG_DONE
+        s.touched[nt] = <int32_t>qi
+        nt += 1
+    # 3. count every candidate's entries; admit new references where they can win
     for m in range(ntok):
         thr = current_threshold(s, k, floor_score)
-        if thr > 0.0 and dice(rem, qsize, rem) < thr:
-            break  # no reference not yet seen can reach the running best
-        t = s.order[m]
+        if thr > 0.0 and dice(rem, q, rem) < thr:
+            break  # query prefix exhausted: no new reference can reach the threshold
+        cut = thr * (1.0 - 1e-12)
+        t = <int64_t>(s.order[m] & 0xFFFFFF)
         qcount = s.qc[t]
-        size_window(thr, qsize, &slo, &shi)
-        lo = lower_bound_i32(X.psize, s.ps[t], s.pe[t], slo)
-        hi = lower_bound_i32(X.psize, lo, s.pe[t], shi + 1)
-        for p in range(lo, hi):
-            r = X.pref[p]
-            if exclude and (r == qi if mode == MODE_TOPK else r <= qi):
+        p0 = s.ps[t]
+        if upper:
+            p0 = lower_bound_i32(pref, p0, s.pe[t], qi + 1)
+        s.n_post += s.pe[t] - p0
+        for p in range(p0, s.pe[t]):
+            r = pref[p]
+            w = state[r]
+            fl = w >> 30
+            if fl == 1:
+                if X.pcnt != NULL:
+                    add = X.pcnt[p] if X.pcnt[p] < qcount else qcount
+                else:
+                    add = 1
+                w += add
+                state[r] = w
+                c = w & COUNT_MASK
+                if c > best_c:
+                    best_c = c
+                    best_r = r
                 continue
-            if s.flag[r] == 0:
-                s.flag[r] = 1
-                s.touched[nt] = <int32_t>r
-                nt += 1
+            if fl != 0:
+                continue
+            e = psuf[p]
+            z = psize[p]
+            x = e if e < rem else rem
+            if 2.0 * <double>x < cut * <double>(q + z):
+                continue
+            s.touched[nt] = <int32_t>r
+            nt += 1
+            ok = True
+            for g in range(F):
+                if g != d:
+                    rz = R.sz[g * R.n + r]
+                    x = rz if rz < qsz[g] else qsz[g]
+                    if 2.0 * <double>x < cut * <double>(qsz[g] + rz):
+                        ok = False
+                        break
+            if not ok:
+                state[r] = FLAG_HOPELESS
+                continue
             if X.pcnt != NULL:
                 add = X.pcnt[p] if X.pcnt[p] < qcount else qcount
             else:
                 add = 1
-            s.acc[r] += add
-            if s.acc[r] > best_partial_c:
-                best_partial_c = s.acc[r]
-                best_partial = r
+            state[r] = FLAG_CANDIDATE | add
+            if add > best_c:
+                best_c = add
+                best_r = r
         rem -= qcount
-        if mode == MODE_TOPK and best_partial >= 0 and s.flag[best_partial] == 1:
-            s.flag[best_partial] = 2
-            sc = exact_score(Q, qi, R, best_partial, -1, 0)
+        if mode == MODE_TOPK and best_r >= 0 and (state[best_r] >> 30) == 1:
+            # verify the best partial match now: raises the threshold early
+            state[best_r] = FLAG_DONE
+            best_c = 0
+            s.n_verify += 1
+            sc = exact_score(Q, qi, R, best_r, -1, 0)
             if sc > 0.0 and sc >= floor_score:
-                topk_insert(s, k, sc, best_partial)
-    # 4. bound, verify and reset the candidates
+                topk_insert(s, k, sc, best_r)
+    # 4. bound, verify and reset the candidates, best bound first: candidates
+    #    are bucketed by their intersection bound u, so the running threshold
+    #    rises early and whole buckets below it are never looked at
+    s.n_touch += nt
+    for x in range(q + 1):
+        s.bucket[x] = 0
+    nc = 0
     for j in range(nt):
         r = s.touched[j]
-        c = s.acc[r]
-        s.acc[r] = 0
-        if s.flag[r] == 2:
-            s.flag[r] = 0
+        w = state[r]
+        state[r] = 0
+        if (w >> 30) == 1:
+            c = (w & COUNT_MASK) + rem
+            z = R.sz[d * R.n + r]
+            if c > z:
+                c = z
+            if c > q:
+                c = q
+            s.touched[nc] = <int32_t>r
+            s.ubound[nc] = <int32_t>c
+            s.bucket[c] += 1
+            s.exact[nc] = <int32_t>(w & COUNT_MASK)
+            nc += 1
+    pos = 0
+    for x in range(q, -1, -1):
+        c = s.bucket[x]
+        s.bucket[x] = pos
+        pos += c
+    for j in range(nc):
+        c = s.ubound[j]
+        s.sorted[s.bucket[c]] = s.touched[j]
+        s.sorted_u[s.bucket[c]] = <int32_t>c
+        s.sorted_c[s.bucket[c]] = s.exact[j]
+        s.bucket[c] += 1
+    thr = current_threshold(s, k, floor_score)
+    cut = thr * (1.0 - 1e-12)
+    for j in range(nc):
+        r = s.sorted[j]
+        c = s.sorted_u[j]
+        if 2.0 * <double>c < cut * <double>(q + c):
+            break  # every later candidate has a bound <= c
+        z = R.sz[d * R.n + r]
+        if 2.0 * <double>c < cut * <double>(q + z):
             continue
-        s.flag[r] = 0
-        thr = current_threshold(s, k, floor_score)
-        rs = R.sz[d * R.n + r]
-        bound = <double>(c + rem)
-        if bound > rs:
-            bound = rs
-        if bound > qsize:
-            bound = qsize
-        ub = dice(<int64_t>bound, qsize, rs)
-        if ub < thr:
-            continue
-        for f in range(F):
-            if f != d and length_bound(Q.sz[f * Q.n + qi], R.sz[f * R.n + r]) < ub:
-                ub = length_bound(Q.sz[f * Q.n + qi], R.sz[f * R.n + r])
-        if ub < thr:
-            continue
+        s.n_verify += 1
         if rem == 0:
-            sc = exact_score(Q, qi, R, r, d, c)
+            sc = bounded_score(Q, qi, R, r, cut, d, s.sorted_c[j])
         else:
-            sc = exact_score(Q, qi, R, r, -1, 0)
+            sc = bounded_score(Q, qi, R, r, cut, -1, 0)
         if sc <= 0.0 or sc < floor_score:
             continue
         if mode == MODE_TOPK:
             topk_insert(s, k, sc, r)
+            thr = current_threshold(s, k, floor_score)
+            cut = thr * (1.0 - 1e-12)
         elif push_pair(pairs, qi, r, sc) != 0:
             pairs.failed = 1
 
 
 cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start,
                      int64_t stop, int mode, int k, double floor_score, bint exclude,
-                     int64_t max_row, int n_threads, double* out_s, int64_t* out_i,
-                     PairBuf* bufs) noexcept nogil:
+                     int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
+                     int64_t* out_i, PairBuf* bufs, int64_t* stats) noexcept nogil:
     """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
     cdef int64_t qi, e
     cdef int tid, failed = 0
     cdef Scratch* s
     cdef int64_t nref = R.n if R.n > 0 else 1
-    cdef int64_t rowcap = max_row if max_row > 0 else 1
+    cdef int64_t rowcap = (max_row if max_row > 0 else 1) * Q.F
+    cdef int64_t maxmass = max_mass if max_mass > 0 else 1
     s = NULL
     tid = 0
     with parallel(num_threads=n_threads):
         s = <Scratch*>calloc(1, sizeof(Scratch))
         if s != NULL:
-            s.acc = <int32_t*>calloc(nref, sizeof(int32_t))
-            s.flag = <uint8_t*>calloc(nref, sizeof(uint8_t))
+            s.state = <uint32_t*>calloc(nref, sizeof(uint32_t))
+            s.exact = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.sorted_c = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.fld = <int32_t*>malloc(rowcap * sizeof(int32_t))
             s.touched = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.ubound = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.sorted = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.sorted_u = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.bucket = <int64_t*>malloc((maxmass + 2) * sizeof(int64_t))
             s.ps = <int64_t*>malloc(rowcap * sizeof(int64_t))
             s.pe = <int64_t*>malloc(rowcap * sizeof(int64_t))
             s.qc = <uint32_t*>malloc(rowcap * sizeof(uint32_t))
-            s.order = <int64_t*>malloc(rowcap * sizeof(int64_t))
+            s.order = <uint64_t*>malloc(rowcap * sizeof(uint64_t))
             s.ks = <double*>malloc(k * sizeof(double))
             s.ki = <int64_t*>malloc(k * sizeof(int64_t))
         tid = omp_get_thread_num()
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=16):
-                if (s == NULL or s.acc == NULL or s.flag == NULL or s.touched == NULL
+                if (s == NULL or s.state == NULL or s.touched == NULL or s.fld == NULL
+                        or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
+                        or s.bucket == NULL or s.exact == NULL or s.sorted_c == NULL
                         or s.ps == NULL or s.pe == NULL or s.qc == NULL or s.order == NULL
                         or s.ks == NULL or s.ki == NULL):
                     failed += 1
@@ -503,8 +690,17 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                             out_i[qi * k + e] = -1
         finally:
             if s != NULL:
-                free(s.acc)
-                free(s.flag)
+                stats[3 * tid] += s.n_post
+                stats[3 * tid + 1] += s.n_touch
+                stats[3 * tid + 2] += s.n_verify
+                free(s.state)
+                free(s.fld)
+                free(s.ubound)
+                free(s.sorted)
+                free(s.sorted_u)
+                free(s.bucket)
+                free(s.exact)
+                free(s.sorted_c)
                 free(s.touched)
                 free(s.ps)
                 free(s.pe)

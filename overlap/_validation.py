@@ -14,6 +14,12 @@ from typing import Any
 import numpy as np
 
 
+#: Most fields a sample may have (the kernels keep per-field state on the stack).
+MAX_FIELDS = 8
+#: Most tokens one query row may hold, over all its fields.
+MAX_QUERY_TOKENS = (1 << 24) - 1
+
+
 def type_name(x: Any) -> str:
     return type(x).__name__
 
@@ -142,6 +148,8 @@ def as_fields(x: Any, name: str) -> tuple:
     fields = tuple(x)
     if not fields:
         raise ValueError(f"{name} must have at least one field, got an empty sequence")
+    if len(fields) > MAX_FIELDS:
+        raise ValueError(f"{name}: at most {MAX_FIELDS} fields are supported, got {len(fields)}")
     for f, ts in enumerate(fields):
         if not isinstance(ts, TokenSets):
             raise TypeError(f"{name}[{f}] must be a TokenSets, got {type_name(ts)}")

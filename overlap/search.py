@@ -12,6 +12,7 @@ from . import _index, _search
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
 from ._validation import (
+    MAX_QUERY_TOKENS,
     as_fields,
     check_compatible,
     check_int,
@@ -141,13 +142,15 @@ class OverlapIndex:
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
         max_row = max(self._max_row, _index.max_row(qfields))
+        max_mass = _index.max_mass(qfields)
+        _check_query_rows(max_row, len(qfields), "queries", max_mass)
         bar = make_progress(progress, n, "max_overlap")
         step = _chunks(n, nt)
         try:
             for start in range(0, n, step):
                 stop = min(n, start + step)
-                self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, nt,
-                                  score, index)
+                self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row,
+                                  max_mass, nt, score, index)
                 bar.update(stop - start)
         finally:
             bar.close()
@@ -178,13 +181,17 @@ class OverlapIndex:
             upper = False
         n = len(qfields[0])
         max_row = max(self._max_row, _index.max_row(qfields))
+        max_mass = _index.max_mass(qfields)
+        _check_query_rows(max_row, len(qfields), "left", max_mass)
         bar = make_progress(progress, n, "overlap_join")
         parts = []
         step = _chunks(n, nt)
         try:
             for start in range(0, n, step):
                 stop = min(n, start + step)
-                parts.append(self._index.join(qcoll, start, stop, threshold, upper, max_row, nt))
+                parts.append(
+                    self._index.join(qcoll, start, stop, threshold, upper, max_row, max_mass, nt)
+                )
                 bar.update(stop - start)
         finally:
             bar.close()
@@ -197,6 +204,16 @@ class OverlapIndex:
             score = np.zeros(0, dtype=np.float64)
         order = np.lexsort((right, left))
         return JoinResult(left[order], right[order], score[order])
+
+
+def _check_query_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
+    if max_mass >= 2**30:
+        raise ValueError(f"{name}: a row has {max_mass} tokens; at most 2**30 - 1 are supported")
+    if max_row * n_fields > MAX_QUERY_TOKENS:
+        raise ValueError(
+            f"{name}: a row holds {max_row} tokens per field; at most "
+            f"{MAX_QUERY_TOKENS // n_fields} are supported with {n_fields} field(s)"
+        )
 
 
 def _check_join_threshold(threshold: float) -> float:
