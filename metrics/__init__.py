@@ -1,3 +1,60 @@
-"""metrics: shared-task scorers (CCKS relation F1, correlation and agreement)."""
+"""metrics: shared-task scorers (CCKS relation F1, correlation and agreement).
 
-__all__: list[str] = []
+* Relation extraction (CCKS 2019 / IPRE): ``read_relation_ids``,
+  ``read_sent_relations``, ``read_bag_relations``, ``relation_f1``,
+  ``upper_bound``.
+* Correlation (matching ``scipy.stats``): ``pearson``, ``spearman``,
+  ``kendall``, ``grouped`` (per group + overall), ``bootstrap_ci``.
+* Agreement: ``krippendorff_alpha``, ``split_half``, ``trimmed_mean``.
+
+Command line: ``python -m metrics ccks ...`` and ``python -m metrics corr ...``.
+"""
+
+from .agreement import SplitHalfResult, krippendorff_alpha, split_half, trimmed_mean
+from .correlation import (
+    BootstrapResult,
+    ConfidenceInterval,
+    CorrelationResult,
+    GroupedResult,
+    PearsonResult,
+    bootstrap_ci,
+    grouped,
+    kendall,
+    pearson,
+    spearman,
+)
+from .relation import (
+    RelationF1,
+    RelationLabels,
+    RelationScore,
+    read_bag_relations,
+    read_relation_ids,
+    read_sent_relations,
+    relation_f1,
+    upper_bound,
+)
+
+__all__ = [
+    "BootstrapResult",
+    "ConfidenceInterval",
+    "CorrelationResult",
+    "GroupedResult",
+    "PearsonResult",
+    "RelationF1",
+    "RelationLabels",
+    "RelationScore",
+    "SplitHalfResult",
+    "bootstrap_ci",
+    "grouped",
+    "kendall",
+    "krippendorff_alpha",
+    "pearson",
+    "read_bag_relations",
+    "read_relation_ids",
+    "read_sent_relations",
+    "relation_f1",
+    "spearman",
+    "split_half",
+    "trimmed_mean",
+    "upper_bound",
+]

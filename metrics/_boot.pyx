@@ -1,0 +1,404 @@
+# Paired bootstrap and jackknife kernels for metrics.correlation.bootstrap_ci.
+#
+# A resample is represented by multiplicities w[i] (how often pair i was
+# drawn), so no resampled copy of the data is ever built.  Draws come from a
+# counter-based generator: draw k of resample b is splitmix64's output
+# function applied to key(seed, b) + (k + 1) * golden-gamma, so each resample's
+# indices depend only on (seed, b) and never on which thread ran it.
+
+from cython.parallel cimport prange, parallel
+from libc.math cimport sqrt, NAN
+from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
+from libc.stdint cimport int64_t, uint64_t
+
+cdef extern from *:
+    """
+    static inline unsigned long long overlap_mix64(unsigned long long z) {
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+    /* Unbiased-enough bounded integer: high 64 bits of a 64x64 product. */
+    static inline unsigned long long overlap_bounded(unsigned long long z,
+                                                     unsigned long long n) {
+    #if defined(__SIZEOF_INT128__)
+        return (unsigned long long)(((unsigned __int128)z * n) >> 64);
+    #else
+        return z % n;
+    #endif
+    }
+    """
+    uint64_t overlap_mix64(uint64_t z) noexcept nogil
+    uint64_t overlap_bounded(uint64_t z, uint64_t n) noexcept nogil
+
+cdef uint64_t GAMMA = 0x9E3779B97F4A7C15ULL
+
+
+cdef inline uint64_t _key(uint64_t seed, uint64_t b) noexcept nogil:
+    return overlap_mix64(overlap_mix64(seed ^ 0x6A09E667F3BCC909ULL) + (b + 1) * GAMMA)
+
+
+cdef inline void _draw_counts(int* w, Py_ssize_t n, uint64_t key) noexcept nogil:
+    cdef Py_ssize_t k
+    memset(w, 0, n * sizeof(int))
+    for k in range(n):
+        w[overlap_bounded(overlap_mix64(key + (<uint64_t>k + 1) * GAMMA), <uint64_t>n)] += 1
+
+
+def resample_indices(uint64_t seed, Py_ssize_t b, Py_ssize_t n):
+    """The multiplicities of resample ``b`` (for tests and generic statistics)."""
+    import numpy as np
+    w_arr = np.zeros(n, dtype=np.intc)
+    cdef int[::1] w = w_arr
+    with nogil:
+        _draw_counts(&w[0], n, _key(seed, <uint64_t>b))
+    return w_arr
+
+
+cdef inline double _weighted_r(const int* w, const double* xc, const double* yc,
+                               Py_ssize_t n) noexcept nogil:
+    cdef double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0, wi, a, b
+    cdef Py_ssize_t i
+    for i in range(n):
+        if w[i] != 0:
+            wi = w[i]
+            a = xc[i]
+            b = yc[i]
+            sx += wi * a
+            sy += wi * b
+            sxx += wi * a * a
+            syy += wi * b * b
+            sxy += wi * a * b
+    cdef double vx = sxx - sx * sx / n
+    cdef double vy = syy - sy * sy / n
+    if vx <= 0 or vy <= 0:
+        return NAN
+    cdef double r = (sxy - sx * sy / n) / (sqrt(vx) * sqrt(vy))
+    if r > 1:
+        r = 1
+    elif r < -1:
+        r = -1
+    return r
+
+
+def boot_pearson(const double[::1] xc, const double[::1] yc, uint64_t seed,
+                 double[::1] out, int n_threads):
+    """Pearson r of every resample; xc, yc centred on the full-sample means."""
+    cdef Py_ssize_t n = xc.shape[0], B = out.shape[0], b
+    cdef int* w
+    cdef int failed = 0
+    cdef int* failp = &failed
+    with nogil, parallel(num_threads=n_threads):
+        w = <int*> malloc(n * sizeof(int))
+        if w == NULL:
+            failp[0] = 1
+        for b in prange(B, schedule='dynamic', chunksize=16):
+            if w != NULL:
+                _draw_counts(w, n, _key(seed, <uint64_t>b))
+                out[b] = _weighted_r(w, &xc[0], &yc[0], n)
+        free(w)
+    if failed:
+        raise MemoryError("bootstrap: could not allocate per-thread scratch")
+
+
+cdef inline void _weighted_ranks(const int* w, const Py_ssize_t* order,
+                                 const Py_ssize_t* run_end, Py_ssize_t n,
+                                 double* ranks) noexcept nogil:
+    """Average ranks of a weighted sample, from a fixed sorted order.
+
+    ``run_end[k]`` is the end (exclusive) of the tie run that starts at k.
+    """
+    cdef Py_ssize_t k = 0, e, t
+    cdef int64_t cum = 0, wr
+    cdef double r
+    while k < n:
+        e = run_end[k]
+        wr = 0
+        for t in range(k, e):
+            wr += w[order[t]]
+        r = cum + 0.5 * (wr + 1)
+        for t in range(k, e):
+            ranks[order[t]] = r
+        cum += wr
+        k = e
+
+
+cdef inline double _weighted_rank_r(const int* w, const double* rx, const double* ry,
+                                    Py_ssize_t n) noexcept nogil:
+    cdef double m = 0.5 * (n + 1), sxx = 0, syy = 0, sxy = 0, a, b, wi
+    cdef Py_ssize_t i
+    for i in range(n):
+        if w[i] != 0:
+            wi = w[i]
+            a = rx[i] - m
+            b = ry[i] - m
+            sxx += wi * a * a
+            syy += wi * b * b
+            sxy += wi * a * b
+    if sxx <= 0 or syy <= 0:
+        return NAN
+    cdef double r = sxy / (sqrt(sxx) * sqrt(syy))
+    if r > 1:
+        r = 1
+    elif r < -1:
+        r = -1
+    return r
+
+
+def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
+                  const Py_ssize_t[::1] oy, const Py_ssize_t[::1] ey,
+                  uint64_t seed, double[::1] out, int n_threads):
+    """Spearman rho of every resample from the sorted orders of x and y."""
+    cdef Py_ssize_t n = ox.shape[0], B = out.shape[0], b
+    cdef int* w
+    cdef double* rx
+    cdef double* ry
+    cdef int failed = 0
+    cdef int* failp = &failed
+    with nogil, parallel(num_threads=n_threads):
+        w = <int*> malloc(n * sizeof(int))
+        rx = <double*> malloc(n * sizeof(double))
+        ry = <double*> malloc(n * sizeof(double))
+        if w == NULL or rx == NULL or ry == NULL:
+            failp[0] = 1
+        for b in prange(B, schedule='dynamic', chunksize=8):
+            if w != NULL and rx != NULL and ry != NULL:
+                _draw_counts(w, n, _key(seed, <uint64_t>b))
+                _weighted_ranks(w, &ox[0], &ex[0], n, rx)
+                _weighted_ranks(w, &oy[0], &ey[0], n, ry)
+                out[b] = _weighted_rank_r(w, rx, ry, n)
+        free(w)
+        free(rx)
+        free(ry)
+    if failed:
+        raise MemoryError("bootstrap: could not allocate per-thread scratch")
+
+
+cdef int64_t _merge_count_int(int* src, int* dst, Py_ssize_t lo, Py_ssize_t mid,
+                              Py_ssize_t hi) noexcept nogil:
+    cdef Py_ssize_t i = lo, j = mid, k = lo
+    cdef int64_t inv = 0
+    while i < mid and j < hi:
+        if src[j] < src[i]:
+            dst[k] = src[j]
+            inv += mid - i
+            j += 1
+        else:
+            dst[k] = src[i]
+            i += 1
+        k += 1
+    while i < mid:
+        dst[k] = src[i]; i += 1; k += 1
+    while j < hi:
+        dst[k] = src[j]; j += 1; k += 1
+    return inv
+
+
+cdef int64_t _inversions_serial(int* a, int* buf, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t width = 1, lo, mid, hi
+    cdef int64_t total = 0
+    cdef int* src = a
+    cdef int* dst = buf
+    cdef int* tmp
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = lo + width
+            if mid > n:
+                mid = n
+            hi = lo + 2 * width
+            if hi > n:
+                hi = n
+            total += _merge_count_int(src, dst, lo, mid, hi)
+            lo = hi
+        tmp = src; src = dst; dst = tmp
+        width *= 2
+    return total
+
+
+cdef inline double _weighted_tau(const int* w, const Py_ssize_t* order,
+                                 const int* ycode, const int* xrun_end,
+                                 const int* xyrun_end, Py_ssize_t n, int n_ycodes,
+                                 int* seq, int* buf, int64_t* ycount) noexcept nogil:
+    """Kendall tau-b of a weighted sample; position k of the (x, y)-sorted
+    arrays is original point order[k], whose multiplicity is w[order[k]]."""
+    cdef Py_ssize_t i, k, e, t
+    cdef int64_t W, tot, xtie = 0, ytie = 0, ntie = 0, dis
+    cdef int c
+    # expand: the lexicographic order of the points is kept
+    k = 0
+    for i in range(n):
+        for t in range(w[order[i]]):
+            seq[k] = ycode[i]
+            k += 1
+    i = 0
+    while i < n:
+        e = xrun_end[i]
+        W = 0
+        for t in range(i, e):
+            W += w[order[t]]
+        xtie += W * (W - 1) // 2
+        i = e
+    i = 0
+    while i < n:
+        e = xyrun_end[i]
+        W = 0
+        for t in range(i, e):
+            W += w[order[t]]
+        ntie += W * (W - 1) // 2
+        i = e
+    memset(ycount, 0, n_ycodes * sizeof(int64_t))
+    for i in range(n):
+        ycount[ycode[i]] += w[order[i]]
+    for c in range(n_ycodes):
+        ytie += ycount[c] * (ycount[c] - 1) // 2
+    dis = _inversions_serial(seq, buf, n)
+    tot = (<int64_t>n) * (n - 1) // 2
+    if xtie == tot or ytie == tot:
+        return NAN
+    cdef double cmd = <double>(tot - xtie - ytie + ntie - 2 * dis)
+    cdef double tau = cmd / sqrt(<double>(tot - xtie)) / sqrt(<double>(tot - ytie))
+    if tau > 1:
+        tau = 1
+    elif tau < -1:
+        tau = -1
+    return tau
+
+
+def boot_kendall(const Py_ssize_t[::1] order, const int[::1] ycode, const int[::1] xrun_end,
+                 const int[::1] xyrun_end, int n_ycodes, uint64_t seed,
+                 double[::1] out, int n_threads):
+    """Kendall tau-b of every resample; points pre-sorted by (x, y).
+
+    ``ycode`` are dense codes of y; ``xrun_end[k]`` / ``xyrun_end[k]`` give the
+    end of the run of equal x / equal (x, y) that starts at k.
+    """
+    cdef Py_ssize_t n = ycode.shape[0], B = out.shape[0], b
+    cdef int* w
+    cdef int* seq
+    cdef int* buf
+    cdef int64_t* ycount
+    cdef int failed = 0
+    cdef int* failp = &failed
+    with nogil, parallel(num_threads=n_threads):
+        w = <int*> malloc(n * sizeof(int))
+        seq = <int*> malloc(n * sizeof(int))
+        buf = <int*> malloc(n * sizeof(int))
+        ycount = <int64_t*> malloc(n_ycodes * sizeof(int64_t))
+        if w == NULL or seq == NULL or buf == NULL or ycount == NULL:
+            failp[0] = 1
+        for b in prange(B, schedule='dynamic', chunksize=4):
+            if w != NULL and seq != NULL and buf != NULL and ycount != NULL:
+                _draw_counts(w, n, _key(seed, <uint64_t>b))
+                out[b] = _weighted_tau(w, &order[0], &ycode[0], &xrun_end[0], &xyrun_end[0],
+                                       n, n_ycodes, seq, buf, ycount)
+        free(w)
+        free(seq)
+        free(buf)
+        free(ycount)
+    if failed:
+        raise MemoryError("bootstrap: could not allocate per-thread scratch")
+
+
+# ---------------------------------------------------------------- jackknife
+
+def jack_pearson(const double[::1] xc, const double[::1] yc, double[::1] out):
+    """Leave-one-out Pearson r in O(n) by removing one point's moments."""
+    cdef Py_ssize_t n = xc.shape[0], i
+    cdef double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0
+    cdef double m = n - 1, a, b, vx, vy, r
+    with nogil:
+        for i in range(n):
+            sx += xc[i]; sy += yc[i]
+            sxx += xc[i] * xc[i]; syy += yc[i] * yc[i]; sxy += xc[i] * yc[i]
+        for i in range(n):
+            a = sx - xc[i]
+            b = sy - yc[i]
+            vx = (sxx - xc[i] * xc[i]) - a * a / m
+            vy = (syy - yc[i] * yc[i]) - b * b / m
+            if vx <= 0 or vy <= 0:
+                out[i] = NAN
+            else:
+                r = ((sxy - xc[i] * yc[i]) - a * b / m) / (sqrt(vx) * sqrt(vy))
+                out[i] = 1.0 if r > 1 else (-1.0 if r < -1 else r)
+
+
+def jack_spearman(const double[::1] x, const double[::1] y, const double[::1] rx,
+                  const double[::1] ry, double[::1] out, int n_threads):
+    """Leave-one-out Spearman rho, O(n) per left-out point, parallel over points."""
+    cdef Py_ssize_t n = x.shape[0], i, j
+    cdef double m = 0.5 * n, a, b, sxx, syy, sxy, r
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule='static'):
+            sxx = 0
+            syy = 0
+            sxy = 0
+            for j in range(n):
+                if j != i:
+                    a = rx[j] - m
+                    if x[j] > x[i]:
+                        a = a - 1.0
+                    elif x[j] == x[i]:
+                        a = a - 0.5
+                    b = ry[j] - m
+                    if y[j] > y[i]:
+                        b = b - 1.0
+                    elif y[j] == y[i]:
+                        b = b - 0.5
+                    sxx = sxx + a * a
+                    syy = syy + b * b
+                    sxy = sxy + a * b
+            if sxx <= 0 or syy <= 0:
+                out[i] = NAN
+            else:
+                r = sxy / (sqrt(sxx) * sqrt(syy))
+                out[i] = 1.0 if r > 1 else (-1.0 if r < -1 else r)
+
+
+def jack_kendall(const double[::1] x, const double[::1] y, double[::1] out,
+                 int n_threads):
+    """Leave-one-out Kendall tau-b, O(n) per left-out point, parallel over points."""
+    cdef Py_ssize_t n = x.shape[0], i, j
+    import numpy as np
+    per_arr = np.zeros((n, 5), dtype=np.int64)   # con, dis, xtie, ytie, both
+    cdef int64_t[:, ::1] per = per_arr
+    cdef int64_t c, d, tx, ty, txy
+    cdef double dx, dy
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule='static'):
+            c = 0
+            d = 0
+            tx = 0
+            ty = 0
+            txy = 0
+            for j in range(n):
+                if j != i:
+                    dx = x[j] - x[i]
+                    dy = y[j] - y[i]
+                    if x[j] == x[i]:
+                        tx = tx + 1
+                        if y[j] == y[i]:
+                            txy = txy + 1
+                    if y[j] == y[i]:
+                        ty = ty + 1
+                    if (x[j] > x[i] and y[j] > y[i]) or (x[j] < x[i] and y[j] < y[i]):
+                        c = c + 1
+                    elif (x[j] > x[i] and y[j] < y[i]) or (x[j] < x[i] and y[j] > y[i]):
+                        d = d + 1
+            per[i, 0] = c
+            per[i, 1] = d
+            per[i, 2] = tx
+            per[i, 3] = ty
+            per[i, 4] = txy
+    tot_c, tot_d, tot_tx, tot_ty, _ = (per_arr.sum(axis=0) // 2).tolist()
+    tot = n * (n - 1) // 2
+    tot_m = (n - 1) * (n - 2) // 2
+    cd = (tot_c - per_arr[:, 0]) - (tot_d - per_arr[:, 1])
+    ax = tot_m - (tot_tx - per_arr[:, 2])
+    ay = tot_m - (tot_ty - per_arr[:, 3])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tau = cd / np.sqrt(ax.astype(np.float64)) / np.sqrt(ay.astype(np.float64))
+    tau[(ax == 0) | (ay == 0)] = np.nan
+    np.clip(tau, -1.0, 1.0, out=tau)
+    np.asarray(out)[:] = tau

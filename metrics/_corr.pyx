@@ -1,0 +1,472 @@
+# Kernels for metrics.correlation: co-moments, ranks, Kendall counts, grouping.
+#
+# Every function takes typed memoryviews, scalars and output buffers only;
+# validation, coercion and thread-count resolution happen in correlation.py.
+# Floating-point reductions are done over fixed-size chunks whose partial
+# results are merged in chunk order, so the answer never depends on how many
+# threads ran.
+
+from cython.parallel cimport prange, parallel
+from libc.math cimport sqrt, floor, isnan
+from libc.stdlib cimport malloc, free, qsort
+from libc.string cimport memset, memcpy
+from libc.stdint cimport int64_t, uint64_t
+
+from overlap._openmp cimport omp_get_thread_num
+
+import numpy as np
+
+cdef enum:
+    CHUNK = 4096        # doubles per co-moment chunk (x and y fit in L1/L2)
+    TABLE_SIDE = 64     # levels per axis in the small-integer fast path
+    TABLE_HALF = 31     # the first value sits at this offset of the table
+
+
+ctypedef fused real_or_int:
+    double
+    int
+
+
+# ---------------------------------------------------------------- co-moments
+
+cdef inline void _chunk_moments(const double* x, const double* y, Py_ssize_t m,
+                                double* out) noexcept nogil:
+    """out[0..5] = n, mean x, mean y, Sxx, Syy, Sxy of one chunk (two-pass)."""
+    cdef double sx0 = 0, sx1 = 0, sx2 = 0, sx3 = 0
+    cdef double sy0 = 0, sy1 = 0, sy2 = 0, sy3 = 0
+    cdef Py_ssize_t i, m4 = m - (m % 4)
+    for i in range(0, m4, 4):
+        sx0 += x[i]; sx1 += x[i + 1]; sx2 += x[i + 2]; sx3 += x[i + 3]
+        sy0 += y[i]; sy1 += y[i + 1]; sy2 += y[i + 2]; sy3 += y[i + 3]
+    for i in range(m4, m):
+        sx0 += x[i]
+        sy0 += y[i]
+    cdef double mx = ((sx0 + sx1) + (sx2 + sx3)) / m
+    cdef double my = ((sy0 + sy1) + (sy2 + sy3)) / m
+    cdef double a0 = 0, a1 = 0, b0 = 0, b1 = 0, c0 = 0, c1 = 0
+    cdef double dx0, dy0, dx1, dy1
+    cdef Py_ssize_t m2 = m - (m % 2)
+    for i in range(0, m2, 2):
+        dx0 = x[i] - mx; dy0 = y[i] - my
+        dx1 = x[i + 1] - mx; dy1 = y[i + 1] - my
+        a0 += dx0 * dx0; a1 += dx1 * dx1
+        b0 += dy0 * dy0; b1 += dy1 * dy1
+        c0 += dx0 * dy0; c1 += dx1 * dy1
+    for i in range(m2, m):
+        dx0 = x[i] - mx; dy0 = y[i] - my
+        a0 += dx0 * dx0; b0 += dy0 * dy0; c0 += dx0 * dy0
+    out[0] = <double>m
+    out[1] = mx
+    out[2] = my
+    out[3] = a0 + a1
+    out[4] = b0 + b1
+    out[5] = c0 + c1
+
+
+cdef inline void _merge_moments(double* acc, const double* part) noexcept nogil:
+    """Chan et al. pairwise update: fold the moments in ``part`` into ``acc``."""
+    cdef double na = acc[0], nb = part[0]
+    if nb == 0:
+        return
+    if na == 0:
+        memcpy(acc, part, 6 * sizeof(double))
+        return
+    cdef double n = na + nb
+    cdef double dx = part[1] - acc[1]
+    cdef double dy = part[2] - acc[2]
+    cdef double f = na * nb / n
+    acc[0] = n
+    acc[1] = acc[1] + dx * (nb / n)
+    acc[2] = acc[2] + dy * (nb / n)
+    acc[3] = acc[3] + part[3] + dx * dx * f
+    acc[4] = acc[4] + part[4] + dy * dy * f
+    acc[5] = acc[5] + part[5] + dx * dy * f
+
+
+cdef void _segment_moments(const double* x, const double* y, Py_ssize_t n,
+                           double* acc) noexcept nogil:
+    """Serial chunked moments of one segment (same chunking as the parallel path)."""
+    cdef double part[6]
+    cdef Py_ssize_t start, m
+    acc[0] = 0; acc[1] = 0; acc[2] = 0; acc[3] = 0; acc[4] = 0; acc[5] = 0
+    start = 0
+    while start < n:
+        m = n - start
+        if m > CHUNK:
+            m = CHUNK
+        _chunk_moments(x + start, y + start, m, part)
+        _merge_moments(acc, part)
+        start += m
+
+
+def comoments(const double[::1] x, const double[::1] y, int n_threads):
+    """Return (n, mean_x, mean_y, Sxx, Syy, Sxy) of paired data.
+
+    Chunks of CHUNK pairs are reduced in parallel (two passes over each chunk,
+    from cache), then merged left to right, so the result is the same for every
+    thread count.
+    """
+    cdef Py_ssize_t n = x.shape[0]
+    cdef Py_ssize_t n_chunks = (n + CHUNK - 1) // CHUNK
+    cdef Py_ssize_t c, start, m
+    cdef double acc[6]
+    if n == 0:
+        return (0.0, np.nan, np.nan, np.nan, np.nan, np.nan)
+    parts_arr = np.empty((n_chunks, 6), dtype=np.float64)
+    cdef double[:, ::1] parts = parts_arr
+    with nogil:
+        for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic', chunksize=8):
+            start = c * CHUNK
+            m = n - start
+            if m > CHUNK:
+                m = CHUNK
+            _chunk_moments(&x[start], &y[start], m, &parts[c, 0])
+        acc[0] = 0; acc[1] = 0; acc[2] = 0; acc[3] = 0; acc[4] = 0; acc[5] = 0
+        for c in range(n_chunks):
+            _merge_moments(acc, &parts[c, 0])
+    return (acc[0], acc[1], acc[2], acc[3], acc[4], acc[5])
+
+
+# ---------------------------------------------------------------- grouping
+
+def group_gather(const int64_t[::1] codes, Py_ssize_t n_groups,
+                 const double[::1] x, const double[::1] y,
+                 double[::1] xs, double[::1] ys, Py_ssize_t[::1] offsets):
+    """Stable counting sort of (x, y) by group code into xs, ys.
+
+    ``offsets`` (length n_groups + 1) receives the segment bounds.
+    """
+    cdef Py_ssize_t n = x.shape[0], i, g, pos
+    cdef Py_ssize_t* fill
+    with nogil:
+        for g in range(n_groups + 1):
+            offsets[g] = 0
+        for i in range(n):
+            offsets[codes[i] + 1] += 1
+        for g in range(n_groups):
+            offsets[g + 1] += offsets[g]
+        fill = <Py_ssize_t*> malloc((n_groups + 1) * sizeof(Py_ssize_t))
+        if fill != NULL:
+            for g in range(n_groups):
+                fill[g] = offsets[g]
+            for i in range(n):
+                g = codes[i]
+                pos = fill[g]
+                xs[pos] = x[i]
+                ys[pos] = y[i]
+                fill[g] = pos + 1
+            free(fill)
+    if fill == NULL:
+        raise MemoryError()
+
+
+def grouped_comoments(const double[::1] xs, const double[::1] ys,
+                      const Py_ssize_t[::1] offsets, double[:, ::1] out,
+                      int n_threads):
+    """Per-segment (n, mean_x, mean_y, Sxx, Syy, Sxy) into out[g, :]."""
+    cdef Py_ssize_t G = offsets.shape[0] - 1, g
+    with nogil:
+        for g in prange(G, num_threads=n_threads, schedule='dynamic'):
+            _segment_moments(&xs[offsets[g]], &ys[offsets[g]],
+                             offsets[g + 1] - offsets[g], &out[g, 0])
+
+
+# ---------------------------------------------------------------- small-integer tables
+
+def small_int_table(const double[::1] x, const double[::1] y, int64_t[:, ::1] table,
+                    int n_threads):
+    """Count (x, y) pairs in a TABLE_SIDE x TABLE_SIDE table.
+
+    Succeeds (returns (x_base, y_base)) only when every value is an integer
+    within TABLE_HALF levels below ... TABLE_SIDE - TABLE_HALF - 1 levels above
+    the first element of its array; returns None otherwise (the caller then
+    takes the general path).  Per-thread tables are summed in thread order;
+    integer sums make the result independent of the thread count.
+    """
+    cdef Py_ssize_t n = x.shape[0], i, k
+    if n == 0:
+        return None
+    cdef double xb = x[0] - TABLE_HALF, yb = y[0] - TABLE_HALF
+    if not (xb == floor(xb) and yb == floor(yb)):
+        return None
+    cdef int nt = n_threads if n_threads > 0 else 1
+    cdef Py_ssize_t cells = TABLE_SIDE * TABLE_SIDE
+    locals_arr = np.zeros((nt, cells), dtype=np.int64)
+    cdef int64_t[:, ::1] loc = locals_arr
+    bad_arr = np.zeros(nt, dtype=np.int64)
+    cdef int64_t[::1] bad = bad_arr
+    cdef int tid
+    cdef double a, b
+    cdef int ia, ib
+    with nogil, parallel(num_threads=nt):
+        tid = omp_get_thread_num()
+        for i in prange(n, schedule='dynamic', chunksize=16384):
+            a = x[i] - xb
+            b = y[i] - yb
+            # NaN fails both comparisons, so it is rejected here too.
+            if a >= 0 and a < TABLE_SIDE and b >= 0 and b < TABLE_SIDE:
+                ia = <int>a
+                ib = <int>b
+                if ia == a and ib == b:
+                    loc[tid, ia * TABLE_SIDE + ib] += 1
+                else:
+                    bad[tid] += 1
+            else:
+                bad[tid] += 1
+    if bad_arr.sum() != 0:
+        return None
+    t = locals_arr.sum(axis=0).reshape(TABLE_SIDE, TABLE_SIDE)
+    for i in range(TABLE_SIDE):
+        for k in range(TABLE_SIDE):
+            table[i, k] = t[i, k]
+    return (xb, yb)
+
+
+def table_kendall_counts(const int64_t[:, ::1] t):
+    """Concordant and discordant pair counts of a contingency table (levels sorted)."""
+    cdef Py_ssize_t K = t.shape[0], L = t.shape[1], a, b
+    # below[a, b] = sum of t[a', b'] with a' > a and b' < b  (discordant partners)
+    # above[a, b] = sum of t[a', b'] with a' > a and b' > b  (concordant partners)
+    cdef int64_t con = 0, dis = 0, run
+    rows_after = np.zeros(L, dtype=np.int64)   # column sums over rows a' > a
+    cdef int64_t[::1] ra = rows_after
+    with nogil:
+        a = K - 1
+        while a >= 0:
+            # prefix over b of ra: discordant partners have b' < b
+            run = 0
+            for b in range(L):
+                dis += t[a, b] * run
+                run += ra[b]
+            run = 0
+            b = L - 1
+            while b >= 0:
+                con += t[a, b] * run
+                run += ra[b]
+                b -= 1
+            for b in range(L):
+                ra[b] += t[a, b]
+            a -= 1
+    return con, dis
+
+
+# ---------------------------------------------------------------- ranks
+
+def average_ranks_sorted(const double[::1] v, const Py_ssize_t[::1] order,
+                         double[::1] ranks):
+    """Average (1-based) ranks of v given an ascending argsort ``order``."""
+    cdef Py_ssize_t n = v.shape[0], i = 0, j, k
+    cdef double r
+    with nogil:
+        while i < n:
+            j = i + 1
+            while j < n and v[order[j]] == v[order[i]]:
+                j += 1
+            r = 0.5 * (i + 1 + j)
+            for k in range(i, j):
+                ranks[order[k]] = r
+            i = j
+
+
+# ---------------------------------------------------------------- Kendall
+
+cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
+    cdef double u = (<const double*>a)[0], w = (<const double*>b)[0]
+    return (u > w) - (u < w)
+
+
+cdef int64_t _merge_count(real_or_int* src, real_or_int* dst, Py_ssize_t lo,
+                          Py_ssize_t mid, Py_ssize_t hi) noexcept nogil:
+    """Merge src[lo:mid] and src[mid:hi] into dst; return strict inversions."""
+    cdef Py_ssize_t i = lo, j = mid, k = lo
+    cdef int64_t inv = 0
+    while i < mid and j < hi:
+        if src[j] < src[i]:
+            dst[k] = src[j]
+            inv += mid - i
+            j += 1
+        else:
+            dst[k] = src[i]
+            i += 1
+        k += 1
+    while i < mid:
+        dst[k] = src[i]; i += 1; k += 1
+    while j < hi:
+        dst[k] = src[j]; j += 1; k += 1
+    return inv
+
+
+cdef int64_t _insertion_count(real_or_int* a, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
+    cdef Py_ssize_t i, j
+    cdef real_or_int v
+    cdef int64_t inv = 0
+    for i in range(lo + 1, hi):
+        v = a[i]
+        j = i
+        while j > lo and a[j - 1] > v:
+            a[j] = a[j - 1]
+            j -= 1
+        inv += i - j
+        a[j] = v
+    return inv
+
+
+cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
+                               int n_threads) noexcept nogil:
+    """Sort a[0:n] ascending (result left in a) and return its strict inversions.
+
+    Bottom-up merge sort; runs of 32 start with insertion sort; at every level
+    the merges run in parallel.  Integer counts: thread count cannot matter.
+    """
+    cdef Py_ssize_t RUN = 32, n_runs, r, width, lo, mid, hi, n_pairs, p
+    cdef int64_t total = 0
+    cdef real_or_int* src = a
+    cdef real_or_int* dst = buf
+    cdef real_or_int* tmp
+    n_runs = (n + RUN - 1) // RUN
+    for r in prange(n_runs, num_threads=n_threads, schedule='static'):
+        lo = r * RUN
+        hi = lo + RUN
+        if hi > n:
+            hi = n
+        total += _insertion_count(a, lo, hi)
+    width = RUN
+    while width < n:
+        n_pairs = (n + 2 * width - 1) // (2 * width)
+        for p in prange(n_pairs, num_threads=n_threads, schedule='static'):
+            lo = p * 2 * width
+            mid = lo + width
+            if mid > n:
+                mid = n
+            hi = lo + 2 * width
+            if hi > n:
+                hi = n
+            total += _merge_count(src, dst, lo, mid, hi)
+        tmp = src
+        src = dst
+        dst = tmp
+        width *= 2
+    if src != a:
+        memcpy(a, src, n * sizeof(real_or_int))
+    return total
+
+
+cdef inline void _tie_sums(const double* v, Py_ssize_t n, int64_t* pairs,
+                           double* s0, double* s1) noexcept nogil:
+    """For runs of equal values in sorted v: sum C(c,2), c(c-1)(c-2), c(c-1)(2c+5)."""
+    cdef Py_ssize_t i = 0, j
+    cdef double c
+    pairs[0] = 0; s0[0] = 0; s1[0] = 0
+    while i < n:
+        j = i + 1
+        while j < n and v[j] == v[i]:
+            j += 1
+        if j - i > 1:
+            c = <double>(j - i)
+            pairs[0] += (<int64_t>(j - i)) * (j - i - 1) // 2
+            s0[0] += c * (c - 1.0) * (c - 2.0)
+            s1[0] += c * (c - 1.0) * (2.0 * c + 5.0)
+        i = j
+
+
+def kendall_general(const double[::1] x, const double[::1] y,
+                    const Py_ssize_t[::1] order, int n_threads):
+    """Kendall counts for data without NaN, given an argsort ``order`` of x.
+
+    Returns (dis, xtie, ytie, ntie, x0, x1, y0, y1) where the tie sums follow
+    scipy.stats.kendalltau's variance formula.
+    """
+    cdef Py_ssize_t n = x.shape[0], i, j
+    xs_arr = np.empty(n, dtype=np.float64)
+    ys_arr = np.empty(n, dtype=np.float64)
+    buf_arr = np.empty(n, dtype=np.float64)
+    cdef double[::1] xs = xs_arr, ys = ys_arr, buf = buf_arr
+    cdef int64_t dis, xtie, ytie, ntie
+    cdef double x0, x1, y0, y1
+    with nogil:
+        for i in range(n):
+            xs[i] = x[order[i]]
+            ys[i] = y[order[i]]
+        # within runs of equal x, order y ascending (pairs tied in x are
+        # neither concordant nor discordant, so they must not count as inversions)
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and xs[j] == xs[i]:
+                j += 1
+            if j - i > 1:
+                qsort(&ys[i], j - i, sizeof(double), _cmp_double)
+            i = j
+        _tie_sums(&xs[0], n, &xtie, &x0, &x1)
+        # joint ties: runs of equal (x, y) in this order
+        ntie = 0
+        i = 0
+        while i < n:
+            j = i + 1
+            while j < n and xs[j] == xs[i] and ys[j] == ys[i]:
+                j += 1
+            ntie += (<int64_t>(j - i)) * (j - i - 1) // 2
+            i = j
+        dis = _count_inversions(&ys[0], &buf[0], n, n_threads)
+        _tie_sums(&ys[0], n, &ytie, &y0, &y1)
+    return dis, xtie, ytie, ntie, x0, x1, y0, y1
+
+
+def grouped_chunk_moments(const double[::1] x, const double[::1] y,
+                          const int64_t[::1] codes, int64_t base, Py_ssize_t n_slots,
+                          double[:, :, ::1] parts, int n_threads):
+    """Per chunk and per group slot (code - base): n, means, Sxx, Syy, Sxy.
+
+    ``parts`` has shape (n_chunks, n_slots, 6) and must be zeroed.  Each chunk
+    of CHUNK rows is reduced by one thread with two passes from cache; the
+    caller merges the chunks of every slot in chunk order.
+    """
+    cdef Py_ssize_t n = x.shape[0], n_chunks = parts.shape[0], c, i, lo, hi, s
+    cdef double dx, dy, cnt
+    with nogil:
+        for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic', chunksize=8):
+            lo = c * CHUNK
+            hi = lo + CHUNK
+            if hi > n:
+                hi = n
+            for i in range(lo, hi):
+                s = <Py_ssize_t>(codes[i] - base)
+                parts[c, s, 0] += 1
+                parts[c, s, 1] += x[i]
+                parts[c, s, 2] += y[i]
+            for s in range(n_slots):
+                cnt = parts[c, s, 0]
+                if cnt > 0:
+                    parts[c, s, 1] = parts[c, s, 1] / cnt
+                    parts[c, s, 2] = parts[c, s, 2] / cnt
+            for i in range(lo, hi):
+                s = <Py_ssize_t>(codes[i] - base)
+                dx = x[i] - parts[c, s, 1]
+                dy = y[i] - parts[c, s, 2]
+                parts[c, s, 3] += dx * dx
+                parts[c, s, 4] += dy * dy
+                parts[c, s, 5] += dx * dy
+
+
+def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
+    """Fold parts[:, s, :] over chunks in order into out[s, :]."""
+    cdef Py_ssize_t n_chunks = parts.shape[0], n_slots = parts.shape[1], c, s
+    with nogil:
+        for s in range(n_slots):
+            out[s, 0] = 0; out[s, 1] = 0; out[s, 2] = 0
+            out[s, 3] = 0; out[s, 4] = 0; out[s, 5] = 0
+            for c in range(n_chunks):
+                _merge_moments(&out[s, 0], &parts[c, s, 0])
+
+
+def int_range(const int64_t[::1] v):
+    """(min, max) of a non-empty int64 array."""
+    cdef Py_ssize_t n = v.shape[0], i
+    cdef int64_t lo = v[0], hi = v[0]
+    with nogil:
+        for i in range(1, n):
+            if v[i] < lo:
+                lo = v[i]
+            elif v[i] > hi:
+                hi = v[i]
+    return lo, hi

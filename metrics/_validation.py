@@ -1,0 +1,117 @@
+"""Every argument check of the metrics package, with its error message."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+
+import numpy as np
+
+from overlap._threads import effective_n_threads
+
+__all__ = [
+    "as_float_vector",
+    "as_ratings",
+    "check_choice",
+    "check_confidence_level",
+    "check_positive_int",
+    "check_same_length",
+    "check_seed",
+    "resolve_threads",
+]
+
+_SCALAR_TYPES = (str, bytes, bytearray, dict, set, frozenset)
+
+
+def as_float_vector(values, name: str) -> np.ndarray:
+    """Return ``values`` as a 1-D C-contiguous float64 array.
+
+    No copy is made when the input already is one (kernels only read, so the
+    caller's array is never modified; read-only arrays are fine).  Raises
+    TypeError/ValueError naming ``name``.
+    """
+    if values is None or isinstance(values, _SCALAR_TYPES):
+        raise TypeError(
+            f"{name} must be a 1-D array-like of numbers, got {type(values).__name__}"
+        )
+    arr = np.asarray(values)
+    if arr.dtype == object:
+        try:
+            arr = arr.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"{name} must contain numbers only ({exc})") from None
+    if arr.dtype.kind == "c":
+        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def check_same_length(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:
+    if a.shape[0] != b.shape[0]:
+        raise ValueError(
+            f"{name_a} and {name_b} must have the same length, got {a.shape[0]} and {b.shape[0]}"
+        )
+
+
+def check_choice(value, name: str, choices: Iterable[str]) -> str:
+    choices = tuple(choices)
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise ValueError(f"{name} must be one of {allowed}, got {value!r}")
+    return value
+
+
+def check_confidence_level(value, name: str = "confidence_level") -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number in (0, 1), got {type(value).__name__}")
+    value = float(value)
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"{name} must be in the open interval (0, 1), got {value!r}")
+    return value
+
+
+def check_positive_int(value, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def check_seed(seed, name: str = "seed") -> int:
+    """None (fresh entropy) or an int in [0, 2**64)."""
+    if seed is None:
+        return int(np.random.SeedSequence().generate_state(1, dtype=np.uint64)[0])
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise TypeError(f"{name} must be None or a non-negative int, got {type(seed).__name__}")
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"{name} must be in [0, 2**64), got {seed}")
+    return int(seed)
+
+
+def resolve_threads(n_threads) -> int:
+    return effective_n_threads(n_threads, "n_threads")
+
+
+def as_ratings(ratings, name: str = "ratings") -> np.ndarray:
+    """A 2-D (raters x items) C-contiguous float64 array; NaN marks a missing label."""
+    if ratings is None or isinstance(ratings, _SCALAR_TYPES):
+        raise TypeError(
+            f"{name} must be a 2-D array-like (raters x items), got {type(ratings).__name__}"
+        )
+    try:
+        arr = np.asarray(ratings, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"{name} must be a 2-D array of numbers with NaN for missing labels ({exc})"
+        ) from None
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (raters x items), got shape {arr.shape}")
+    if arr.shape[0] == 0 or arr.shape[1] == 0:
+        raise ValueError(f"{name} must not be empty, got shape {arr.shape}")
+    if np.isinf(arr).any():
+        raise ValueError(f"{name} must not contain infinite values (use NaN for missing)")
+    return np.ascontiguousarray(arr)

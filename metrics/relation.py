@@ -1,0 +1,458 @@
+"""Relation-extraction F1 of the CCKS 2019 IPRE task (sentence and bag tracks).
+
+Label files are tab-separated, UTF-8 (with or without BOM), ``\\n`` or
+``\\r\\n`` line endings:
+
+* ``relation2id.txt``: ``name<TAB>id``;
+* sentence track: ``sentID<TAB>relationIDs``;
+* bag track: ``bagID<TAB>e_h<TAB>e_t<TAB>sentIDs<TAB>relationIDs``;
+
+relationIDs and sentIDs are space-separated; relation 0 is NA.  Internally an
+item's relation set is a 64-bit mask (relation ids 0..63), so scoring is a
+few vectorised popcounts.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from . import _relparse
+
+__all__ = [
+    "RelationF1",
+    "RelationLabels",
+    "RelationScore",
+    "read_bag_relations",
+    "read_relation_ids",
+    "read_sent_relations",
+    "relation_f1",
+    "upper_bound",
+]
+
+MAX_RELATION_ID = 63
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+# ----------------------------------------------------------------- labels
+
+
+class RelationLabels(Mapping):
+    """Item id -> frozenset of relation ids, stored as one uint64 mask per item.
+
+    Returned by ``read_sent_relations`` / ``read_bag_relations``; any mapping
+    of id -> iterable of ints is accepted wherever a ``RelationLabels`` is.
+
+    Attributes
+    ----------
+    ids : list of str
+        Item ids in file order.
+    masks : numpy.ndarray of uint64
+        Bit r of ``masks[k]`` is set when item ``ids[k]`` has relation r.
+    source : str or None
+        File the labels were read from (used in error messages).
+    heads, tails : list of str or None
+        Bag track only: the two entities of each bag.
+    sent_ids : list of tuple of str or None
+        Bag track only: the sentences of each bag.
+    """
+
+    def __init__(self, ids, masks, *, source=None, heads=None, tails=None, sent_ids=None):
+        self.ids = list(ids)
+        self.masks = np.ascontiguousarray(masks, dtype=np.uint64)
+        if self.masks.shape != (len(self.ids),):
+            raise ValueError("masks must have one entry per id")
+        self.source = source
+        self.heads = heads
+        self.tails = tails
+        self._sent_ids = sent_ids
+
+    @cached_property
+    def index(self) -> dict:
+        """Item id -> row."""
+        return {k: i for i, k in enumerate(self.ids)}
+
+    @property
+    def sent_ids(self):
+        if self._sent_ids is None:
+            return None
+        return [tuple(s.split()) for s in self._sent_ids]
+
+    def __getitem__(self, item) -> frozenset:
+        return _bits(int(self.masks[self.index[item]]))
+
+    def __iter__(self):
+        return iter(self.ids)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __contains__(self, item) -> bool:
+        return item in self.index
+
+    def __repr__(self) -> str:
+        src = f" from {self.source!r}" if self.source else ""
+        return f"RelationLabels({len(self.ids)} items{src})"
+
+
+def _bits(mask: int) -> frozenset:
+    out = []
+    r = 0
+    while mask:
+        if mask & 1:
+            out.append(r)
+        mask >>= 1
+        r += 1
+    return frozenset(out)
+
+
+def _mask_of(values, what: str) -> int:
+    if isinstance(values, (int, np.integer)) and not isinstance(values, bool):
+        values = (values,)
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"{what}: relation ids must be an iterable of ints, got "
+                        f"{type(values).__name__}")
+    mask = 0
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{what}: relation id {v!r} is not an int")
+        if not 0 <= v <= MAX_RELATION_ID:
+            raise ValueError(f"{what}: relation id {v} is outside 0..{MAX_RELATION_ID}")
+        mask |= 1 << int(v)
+    return mask
+
+
+def _as_labels(obj, name: str) -> RelationLabels:
+    if isinstance(obj, RelationLabels):
+        return obj
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"{name} must be a mapping of item id -> relation ids "
+                        f"(e.g. from read_sent_relations), got {type(obj).__name__}")
+    ids = list(obj.keys())
+    masks = np.fromiter((_mask_of(obj[k], f"{name}[{k!r}]") for k in ids),
+                        dtype=np.uint64, count=len(ids))
+    return RelationLabels(ids, masks)
+
+
+# ----------------------------------------------------------------- readers
+
+
+def _read_bytes(path) -> tuple[str, bytes]:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+    name = os.fspath(path)
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    return name, data
+
+
+def _allowed_mask(relations) -> int:
+    if relations is None:
+        return (1 << 64) - 1
+    if isinstance(relations, Mapping):
+        values = relations.values()
+    elif isinstance(relations, Iterable) and not isinstance(relations, (str, bytes)):
+        values = relations
+    else:
+        raise TypeError("relations must be a mapping name -> id (read_relation_ids) or "
+                        f"an iterable of ids, got {type(relations).__name__}")
+    return _mask_of(list(values), "relations")
+
+
+def _read_labels(path, n_cols: int, relations) -> RelationLabels:
+    name, data = _read_bytes(path)
+    allowed = _allowed_mask(relations)
+    buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
+    ids, masks, middle, error = _relparse.scan(buf, n_cols, allowed)
+    if error is not None:
+        line, msg = error
+        raise ValueError(f"{name}:{line}: {msg}")
+    index = {}
+    for row, item in enumerate(ids):
+        if index.setdefault(item, row) != row:
+            raise ValueError(
+                f"{name}:{row + 1}: duplicate item id {item!r} (first on line {index[item] + 1})")
+    labels = RelationLabels(ids, masks, source=name)
+    labels.__dict__["index"] = index  # reuse: cached_property storage
+    if n_cols == 5:
+        labels.heads, labels.tails, labels._sent_ids = middle[0], middle[1], middle[2]
+        for row, s in enumerate(middle[2]):
+            if not s.strip():
+                raise ValueError(f"{name}:{row + 1}: empty sentence id list")
+    return labels
+
+
+def read_relation_ids(path) -> dict:
+    """Read ``relation2id.txt`` (``name<TAB>id`` per line) into {name: id}.
+
+    Raises ValueError ``"<file>:<line>: ..."`` for a wrong column count, an
+    empty name, an id that is not an integer in 0..63, or a duplicate name or id.
+    """
+    name, data = _read_bytes(path)
+    text = data.decode("utf-8")
+    lines = text.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    out: dict = {}
+    seen: dict = {}
+    for no, line in enumerate(lines, 1):
+        line = line.rstrip("\r")
+        if not line.strip():
+            raise ValueError(f"{name}:{no}: blank line before more data")
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise ValueError(f"{name}:{no}: expected 2 tab-separated columns, found {len(parts)}")
+        rel, rid = parts[0].strip(), parts[1].strip()
+        if not rel:
+            raise ValueError(f"{name}:{no}: empty relation name")
+        if not rid.isdigit() or not rid.isascii():
+            raise ValueError(f"{name}:{no}: relation id {rid!r} is not a non-negative integer")
+        v = int(rid)
+        if v > MAX_RELATION_ID:
+            raise ValueError(f"{name}:{no}: relation id {v} is outside 0..{MAX_RELATION_ID}")
+        if rel in out:
+            raise ValueError(f"{name}:{no}: duplicate relation name {rel!r}")
+        if v in seen:
+            raise ValueError(f"{name}:{no}: relation id {v} already used by {seen[v]!r}")
+        out[rel] = v
+        seen[v] = rel
+    return out
+
+
+def read_sent_relations(path, relations=None) -> RelationLabels:
+    """Read a sentence-track file (``sentID<TAB>relationIDs``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    relations : mapping or iterable of int, optional
+        The valid relation ids (e.g. ``read_relation_ids(...)``); any other id
+        is an error.  Without it, ids 0..63 are accepted.
+
+    Returns
+    -------
+    RelationLabels
+
+    Raises
+    ------
+    ValueError
+        ``"<file>:<line>: <problem>"`` for a wrong column count, an empty id,
+        a relation id that is not an integer, out of 0..63 or unknown, an empty
+        relation list, a duplicate item id, invalid UTF-8, or a blank line
+        before more data (trailing blank lines are fine).
+    """
+    return _read_labels(path, 2, relations)
+
+
+def read_bag_relations(path, relations=None) -> RelationLabels:
+    """Read a bag-track file (``bagID<TAB>e_h<TAB>e_t<TAB>sentIDs<TAB>relationIDs``).
+
+    Same rules and errors as ``read_sent_relations``; the result also carries
+    ``heads``, ``tails`` and ``sent_ids``.
+    """
+    return _read_labels(path, 5, relations)
+
+
+# ----------------------------------------------------------------- scoring
+
+
+@dataclass(frozen=True)
+class RelationScore:
+    """Precision, recall and F1 with the counts they come from."""
+
+    precision: float
+    recall: float
+    f1: float
+    n_sys: int
+    n_r: int
+    n_std: int
+
+    @classmethod
+    def from_counts(cls, n_sys: int, n_r: int, n_std: int) -> "RelationScore":
+        p = n_r / n_sys if n_sys else 0.0
+        r = n_r / n_std if n_std else 0.0
+        f = 2 * p * r / (p + r) if p + r > 0 else 0.0
+        return cls(p, r, f, int(n_sys), int(n_r), int(n_std))
+
+
+class RelationF1:
+    """Result of ``relation_f1``: micro-averaged scores and ``per_relation``.
+
+    Attributes
+    ----------
+    precision, recall, f1 : float
+    n_sys, n_r, n_std : int
+        Predicted non-NA labels, correct ones, gold non-NA labels.
+    n_items : int
+        Items scored.
+    per_relation : dict
+        Relation id -> RelationScore, for every non-NA relation that occurs in
+        the gold or the predictions (computed on first access).
+    """
+
+    def __init__(self, gold_masks: np.ndarray, pred_masks: np.ndarray, na: int):
+        self._g = gold_masks
+        self._p = pred_masks
+        self.na = na
+        keep = _ALL ^ np.uint64(1 << na)
+        g = gold_masks & keep
+        p = pred_masks & keep
+        self.n_items = int(g.shape[0])
+        score = RelationScore.from_counts(
+            int(np.bitwise_count(p).sum(dtype=np.int64)),
+            int(np.bitwise_count(g & p).sum(dtype=np.int64)),
+            int(np.bitwise_count(g).sum(dtype=np.int64)),
+        )
+        self.precision, self.recall, self.f1 = score.precision, score.recall, score.f1
+        self.n_sys, self.n_r, self.n_std = score.n_sys, score.n_r, score.n_std
+
+    @cached_property
+    def per_relation(self) -> dict:
+        def bit_counts(m):
+            bits = np.unpackbits(m.astype("<u8").view(np.uint8).reshape(-1, 8),
+                                 axis=1, bitorder="little")
+            return bits.sum(axis=0, dtype=np.int64)
+
+        keep = _ALL ^ np.uint64(1 << self.na)
+        g = self._g & keep
+        p = self._p & keep
+        n_std, n_sys, n_r = bit_counts(g), bit_counts(p), bit_counts(g & p)
+        return {r: RelationScore.from_counts(n_sys[r], n_r[r], n_std[r])
+                for r in range(64) if n_std[r] or n_sys[r]}
+
+    def __repr__(self) -> str:
+        return (f"RelationF1(precision={self.precision:.6f}, recall={self.recall:.6f}, "
+                f"f1={self.f1:.6f}, n_sys={self.n_sys}, n_r={self.n_r}, n_std={self.n_std})")
+
+
+def _where(labels: RelationLabels, row: int) -> str:
+    if labels.source:
+        return f"{labels.source}:{row + 1}: "
+    return ""
+
+
+def _aligned_pred(gold: RelationLabels, pred: RelationLabels) -> np.ndarray:
+    """Prediction masks in gold order (0 = predicted NA for missing items)."""
+    if pred.ids == gold.ids:
+        return pred.masks
+    out = np.zeros(len(gold.ids), dtype=np.uint64)
+    index = gold.index
+    rows = np.empty(len(pred.ids), dtype=np.intp)
+    for k, item in enumerate(pred.ids):
+        j = index.get(item)
+        if j is None:
+            raise ValueError(f"{_where(pred, k)}prediction for item {item!r}, which is not in "
+                             "the gold labels")
+        rows[k] = j
+    if np.unique(rows).shape[0] != rows.shape[0]:  # only possible for odd mappings
+        raise ValueError("pred has duplicate item ids")
+    out[rows] = pred.masks
+    return out
+
+
+def _subset_rows(gold: RelationLabels, subset) -> np.ndarray | None:
+    if subset is None:
+        return None
+    if isinstance(subset, (str, bytes)) or not isinstance(subset, Iterable):
+        raise TypeError(f"subset must be an iterable of item ids, got {type(subset).__name__}")
+    index = gold.index
+    rows = []
+    for item in subset:
+        j = index.get(item)
+        if j is None:
+            raise ValueError(f"subset: item {item!r} is not in the gold labels")
+        rows.append(j)
+    rows = np.unique(np.asarray(rows, dtype=np.intp))
+    return rows
+
+
+def _check_na(na) -> int:
+    if isinstance(na, bool) or not isinstance(na, (int, np.integer)):
+        raise TypeError(f"na must be an int, got {type(na).__name__}")
+    if not 0 <= na <= MAX_RELATION_ID:
+        raise ValueError(f"na must be in 0..{MAX_RELATION_ID}, got {na}")
+    return int(na)
+
+
+def relation_f1(gold, pred, *, subset=None, na: int = 0) -> RelationF1:
+    """CCKS 2019 IPRE F1 (sentence or bag track: items are sentences or bags).
+
+    Over the scored items: N_sys = number of predicted non-NA labels (an item
+    predicted with two non-NA labels counts twice); N_r = those in the item's
+    gold set; N_std = number of gold non-NA labels.  P = N_r / N_sys,
+    R = N_r / N_std, F1 = 2PR / (P + R), each 0 where undefined.  NA never
+    counts, in gold or prediction.
+
+    Parameters
+    ----------
+    gold, pred : RelationLabels or mapping id -> iterable of int
+        A gold item missing from ``pred`` is predicted NA; a ``pred`` item that
+        is not in ``gold`` is an error.
+    subset : iterable of item ids, optional
+        Score only these items (e.g. the leaderboard's fixed half).
+    na : int
+        The NA relation id.
+
+    Returns
+    -------
+    RelationF1
+    """
+    na = _check_na(na)
+    gold = _as_labels(gold, "gold")
+    pred = _as_labels(pred, "pred")
+    p = _aligned_pred(gold, pred)
+    g = gold.masks
+    rows = _subset_rows(gold, subset)
+    if rows is not None:
+        g, p = g[rows], p[rows]
+    return RelationF1(g, p, na)
+
+
+def upper_bound(gold, preds, *, subset=None, na: int = 0) -> RelationF1:
+    """F1 of an oracle that picks, for every item, the best of N systems.
+
+    For each item the oracle takes, among the N systems' predictions, the one
+    with the most correct non-NA labels; ties go to the prediction with fewer
+    non-NA labels, then to the earlier system.  The chosen predictions are
+    scored with ``relation_f1``.  (The oracle picks one system's whole
+    prediction per item; it does not merge labels found by different systems.)
+
+    Parameters
+    ----------
+    gold : RelationLabels or mapping
+    preds : sequence of RelationLabels or mappings (at least one)
+    subset, na : as ``relation_f1``
+
+    Returns
+    -------
+    RelationF1
+        With an extra attribute ``choices``: for every scored item (gold
+        order), the index of the chosen system.
+    """
+    na = _check_na(na)
+    gold = _as_labels(gold, "gold")
+    if isinstance(preds, (Mapping, str, bytes)) or not isinstance(preds, Iterable):
+        raise TypeError("preds must be a sequence of predictions (mappings), got "
+                        f"{type(preds).__name__}")
+    preds = [_as_labels(p, f"preds[{i}]") for i, p in enumerate(preds)]
+    if not preds:
+        raise ValueError("preds must hold at least one system's predictions")
+    keep = _ALL ^ np.uint64(1 << na)
+    stack = np.stack([_aligned_pred(gold, p) for p in preds])  # (N, items)
+    g = gold.masks
+    correct = np.bitwise_count(stack & g & keep).astype(np.int64)
+    size = np.bitwise_count(stack & keep).astype(np.int64)
+    choice = np.argmax(correct * 128 - size, axis=0)  # first maximum = earlier system
+    chosen = stack[choice, np.arange(g.shape[0])]
+    rows = _subset_rows(gold, subset)
+    if rows is not None:
+        g, chosen, choice = g[rows], chosen[rows], choice[rows]
+    result = RelationF1(g, chosen, na)
+    result.choices = choice
+    return result

@@ -1,0 +1,152 @@
+"""python -m metrics ccks / corr."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+from metrics.__main__ import main
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("OVERLAP_METRICS_DATA", REPO.parent / "shared" / "data"))
+
+
+def run(argv):
+    out = io.StringIO()
+    code = main(argv, out=out)
+    return code, out.getvalue()
+
+
+def _kv(text):
+    return dict(line.split(None, 1) for line in text.strip().splitlines()[:7])
+
+
+def test_ccks_sent(tmp_path, capsys):
+    gold = tmp_path / "gold.txt"
+    pred = tmp_path / "pred.txt"
+    gold.write_text("S1\t0\nS2\t3\nS3\t3 5\nS4\t7\n", encoding="utf-8")
+    pred.write_text("S1\t2\nS2\t3\nS3\t5 9 0\n", encoding="utf-8")
+    code, out = run(["ccks", "--track", "sent", str(gold), str(pred)])
+    assert code == 0
+    kv = _kv(out)
+    assert kv["n_sys"] == "4" and kv["n_r"] == "2" and kv["n_std"] == "4"
+    assert float(kv["f1"]) == 0.5
+    subset = tmp_path / "half.txt"
+    subset.write_text("S2\nS4\n\n", encoding="utf-8")
+    code, out = run(["ccks", "--track", "sent", str(gold), str(pred), "--subset", str(subset),
+                     "--per-relation"])
+    assert code == 0 and _kv(out)["n_std"] == "2" and "relation\tn_sys" in out
+
+
+def test_ccks_bag_two_column_predictions(tmp_path):
+    gold = tmp_path / "bag.txt"
+    gold.write_text("B1\tA\tB\tS1 S2\t4\nB2\tC\tD\tS3\t0\n", encoding="utf-8")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("B1\t4\nB2\t1\n", encoding="utf-8")
+    code, out = run(["ccks", "--track", "bag", str(gold), str(pred)])
+    assert code == 0 and _kv(out)["n_r"] == "1" and _kv(out)["n_sys"] == "2"
+
+
+def test_ccks_errors_exit_2_with_file_and_line(tmp_path, capsys):
+    gold = tmp_path / "gold.txt"
+    gold.write_text("S1\t0\nS2\t3\n", encoding="utf-8")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("S1\t0\nS2\tthree\n", encoding="utf-8")
+    code, _ = run(["ccks", "--track", "sent", str(gold), str(pred)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{pred}:2:" in err and len(err.strip().splitlines()) == 1
+    pred.write_text("S9\t1\n", encoding="utf-8")
+    code, _ = run(["ccks", "--track", "sent", str(gold), str(pred)])
+    assert code == 2 and f"{pred}:1:" in capsys.readouterr().err
+    code, _ = run(["ccks", "--track", "sent", str(gold), str(tmp_path / "missing.txt")])
+    assert code == 2 and "missing.txt" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main(["ccks", "--track", "doc", str(gold), str(gold)])
+    assert exc.value.code == 2
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+
+
+def test_corr_by_id_and_group(tmp_path):
+    rng = np.random.default_rng(3)
+    n = 60
+    g = rng.normal(size=n)
+    p = g + rng.normal(size=n)
+    lang = np.array(["en", "fr", "zh"])[np.arange(n) % 3]
+    ids = [f"t{i}" for i in range(n)]
+    _write_csv(tmp_path / "gold.csv", ["id", "label", "language"],
+               zip(ids, g, lang))
+    order = rng.permutation(n)
+    _write_csv(tmp_path / "pred.csv", ["id", "label"],
+               [(ids[i], repr(float(p[i]))) for i in order])
+    code, out = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv"),
+                     "--by", "language"])
+    assert code == 0
+    rows = {r.split("\t")[0]: r.split("\t") for r in out.strip().splitlines()[1:]}
+    for label in ("en", "fr", "zh"):
+        m = lang == label
+        assert float(rows[label][2]) == pytest.approx(ss.pearsonr(g[m], p[m])[0], abs=1e-6)
+    assert float(rows["overall"][2]) == pytest.approx(ss.pearsonr(g, p)[0], abs=1e-6)
+    code, out = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv"),
+                     "--method", "kendall"])
+    assert float(out.strip().splitlines()[-1].split("\t")[2]) == pytest.approx(
+        ss.kendalltau(g, p)[0], abs=1e-6)
+
+
+def test_corr_errors(tmp_path, capsys):
+    _write_csv(tmp_path / "gold.csv", ["id", "label"], [("a", 1), ("b", 2), ("c", 3)])
+    _write_csv(tmp_path / "pred.csv", ["id", "label"], [("a", 1), ("b", "high"), ("c", 3)])
+    code, _ = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv")])
+    assert code == 2 and "pred.csv:3:" in capsys.readouterr().err
+    _write_csv(tmp_path / "pred.csv", ["id", "label"], [("a", 1), ("b", 2)])
+    code, _ = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv")])
+    assert code == 2 and "gold.csv:4: no prediction for id 'c'" in capsys.readouterr().err
+    _write_csv(tmp_path / "pred.csv", ["label"], [(1,), (2,), (3,)])
+    code, _ = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv")])
+    assert code == 2 and "'id' column" in capsys.readouterr().err
+    code, _ = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "gold.csv"),
+                   "--by", "language"])
+    assert code == 2 and "no column 'language'" in capsys.readouterr().err
+
+
+def test_module_entry_point_runs(tmp_path):
+    gold = tmp_path / "g.txt"
+    gold.write_text("S1\t1\n", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "-m", "metrics", "ccks", "--track", "sent",
+                           str(gold), str(gold)], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 0 and "f1         1.000000" in proc.stdout
+    proc = subprocess.run([sys.executable, "-m", "metrics"], capture_output=True, text=True,
+                          cwd=REPO)
+    assert proc.returncode == 2
+
+
+@pytest.mark.skipif(not (DATA / "mint" / "train.csv").exists(),
+                    reason=f"MINT data not found at {DATA / 'mint'} (set OVERLAP_METRICS_DATA)")
+def test_corr_on_mint_positional(tmp_path):
+    with open(DATA / "mint" / "train.csv", encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    gold = np.array([float(r["label"]) for r in rows])
+    lang = np.array([r["language"] for r in rows])
+    pred = gold + np.random.default_rng(0).normal(0, 0.5, gold.size)
+    _write_csv(tmp_path / "pred.csv", ["label"], [(repr(float(v)),) for v in pred])
+    code, out = run(["corr", str(DATA / "mint" / "train.csv"), str(tmp_path / "pred.csv"),
+                     "--by", "language"])
+    assert code == 0
+    rows_out = {r.split("\t")[0]: r.split("\t") for r in out.strip().splitlines()[1:]}
+    assert set(rows_out) == set(lang) | {"overall"}
+    m = lang == "English"
+    assert float(rows_out["English"][2]) == pytest.approx(ss.pearsonr(gold[m], pred[m])[0],
+                                                          abs=1e-6)
