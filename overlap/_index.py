@@ -30,7 +30,9 @@ def collection(fields: tuple, n_threads: int) -> _search.Collection:
     return _search.Collection(ip, h, c, sz, fp, nf, n, multiset)
 
 
-def reference_index(fields: tuple, coll: _search.Collection) -> _search.ReferenceIndex:
+def reference_index(
+    fields: tuple, coll: _search.Collection, n_threads: int = 1
+) -> _search.ReferenceIndex:
     """Inverted index of every field, laid out for prefix and positional filtering.
 
     Tokens are ranked by document frequency (rarest first, ties by hash); the
@@ -46,43 +48,43 @@ def reference_index(fields: tuple, coll: _search.Collection) -> _search.Referenc
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
     multiset = fields[0].multiset
-    vocabs, pptrs, prefs, psizes, pes, pcnts = [], [], [], [], [], []
+    tkeys, tids, ranks, pptrs, prefs, psizes, pes, pcnts = [], [], [], [], [], [], [], []
     voff = [0]
+    toff = [0]
     base = 0
     for ts in fields:
-        vocab, inverse = np.unique(ts.hashes, return_inverse=True)
+        vocab, inverse, table_keys, table_ids = _search.vocab_table(ts.hashes)
         df = np.bincount(inverse, minlength=vocab.shape[0])
         rank = np.empty(vocab.shape[0], dtype=np.int64)
         rank[np.lexsort((vocab, df))] = np.arange(vocab.shape[0])
-        rows = np.repeat(np.arange(n, dtype=np.int32), np.diff(ts.indptr))
-        weight = ts.counts.astype(np.int64) if multiset else np.ones(ts.nnz, dtype=np.int64)
-        # e: suffix mass of each row in rank order (the entry's own token included)
-        entry_rank = rank[inverse]
-        by_row = np.lexsort((-entry_rank, rows))
-        csum = np.cumsum(weight[by_row])
-        row_start = ts.indptr[rows[by_row]]
-        before = np.where(row_start > 0, csum[np.maximum(row_start - 1, 0)], 0)
-        e = np.empty(ts.nnz, dtype=np.int64)
-        e[by_row] = csum - before
-        sizes = np.minimum(ts.sizes, _INT32_MAX).astype(np.int32)
-        order = np.lexsort((rows, inverse))  # by token, then reference
-        prefs.append(rows[order])
-        psizes.append(sizes[rows][order])
-        pes.append(np.minimum(e, _INT32_MAX).astype(np.int32)[order])
+        ptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
+        np.cumsum(df, out=ptr[1:])
+        counts = ts.counts if multiset else _EMPTY_U32
+        row_max = int(np.diff(ts.indptr).max()) if n else 0
+        pref, psize, psuf, pcnt = _search.build_postings(
+            ts.indptr, inverse.astype(np.int64, copy=False), rank, counts, multiset,
+            ts.sizes, ptr, row_max, n_threads,
+        )
+        prefs.append(pref)
+        psizes.append(psize)
+        pes.append(psuf)
         if multiset:
-            pcnts.append(ts.counts[order])
-        ptr = np.cumsum(df) + base
-        pptrs.append(ptr)
-        base = int(ptr[-1]) if ptr.shape[0] else base
-        vocabs.append(vocab)
+            pcnts.append(pcnt)
+        pptrs.append(ptr[1:] + base)
+        base += int(ptr[-1])
+        tkeys.append(table_keys)
+        tids.append(np.where(table_ids >= 0, table_ids + voff[-1], -1))
+        toff.append(toff[-1] + table_keys.shape[0])
+        ranks.append(rank)
         voff.append(voff[-1] + vocab.shape[0])
     pptr = np.concatenate([np.zeros(1, dtype=np.int64)] + [p.astype(np.int64) for p in pptrs])
     fp = np.asarray(coll_fingerprints(coll))
-    fpi = np.lexsort((np.arange(n), fp)).astype(np.int64)
+    fpi = np.argsort(fp, kind="stable").astype(np.int64)
     return _search.ReferenceIndex(
         coll,
-        np.ascontiguousarray(np.concatenate(vocabs), dtype=np.uint64),
-        np.asarray(voff, dtype=np.int64),
+        np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
+        np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
+        np.asarray(toff, dtype=np.int64),
         np.ascontiguousarray(pptr),
         np.ascontiguousarray(np.concatenate(prefs), dtype=np.int32),
         np.ascontiguousarray(np.concatenate(psizes), dtype=np.int32),
@@ -90,6 +92,7 @@ def reference_index(fields: tuple, coll: _search.Collection) -> _search.Referenc
         np.ascontiguousarray(np.concatenate(pcnts), dtype=np.uint32) if multiset else _EMPTY_U32,
         np.ascontiguousarray(fp[fpi]),
         fpi,
+        np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64),
     )
 
 

@@ -20,8 +20,9 @@ class ReferenceIndex:
     def __init__(
         self,
         refs: Collection,
-        vocab: NDArray[np.uint64],
-        voff: NDArray[np.int64],
+        tkeys: NDArray[np.uint64],
+        tids: NDArray[np.int64],
+        toff: NDArray[np.int64],
         pptr: NDArray[np.int64],
         pref: NDArray[np.int32],
         psize: NDArray[np.int32],
@@ -29,6 +30,7 @@ class ReferenceIndex:
         pcnt: NDArray[np.uint32],
         fps: NDArray[np.uint64],
         fpi: NDArray[np.int64],
+        rank: NDArray[np.int64],
     ) -> None: ...
     def top_k(
         self,
@@ -66,3 +68,17 @@ def row_fingerprints(
     multiset: bool,
     n_threads: int,
 ) -> NDArray[np.uint64]: ...
+def build_postings(
+    indptr: NDArray[np.int64],
+    inverse: NDArray[np.int64],
+    rank: NDArray[np.int64],
+    counts: NDArray[np.uint32],
+    multiset: bool,
+    sizes: NDArray[np.int64],
+    ptr: NDArray[np.int64],
+    max_row: int,
+    n_threads: int,
+) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int32], NDArray[np.uint32]]: ...
+def vocab_table(
+    hashes: NDArray[np.uint64],
+) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64]]: ...

@@ -58,9 +58,11 @@ ctypedef struct Coll:
     const uint64_t* fp       # n row fingerprints
 
 ctypedef struct Index:
-    const uint64_t* vocab    # per field, sorted unique reference hashes
-    const int64_t* voff      # F + 1 offsets into vocab
+    const uint64_t* tkeys    # per field, open-addressing table of reference hashes
+    const int64_t* tids      # their vocabulary ids (-1: empty slot)
+    const int64_t* toff      # F + 1 table offsets (each table a power of two)
     const int64_t* pptr      # V + 1 posting boundaries
+    const int64_t* rank      # V scan ranks within each field
     const int32_t* pref      # posting reference ids
     const int32_t* psize     # posting reference sizes
     const int32_t* psuf      # reference mass from the token on (descending within a token)
@@ -126,13 +128,16 @@ cdef class ReferenceIndex:
     cdef readonly Collection refs
     cdef readonly object last_stats
 
-    def __init__(self, Collection refs, const uint64_t[::1] vocab, const int64_t[::1] voff,
-                 const int64_t[::1] pptr, const int32_t[::1] pref, const int32_t[::1] psize,
-                 const int32_t[::1] psuf, const uint32_t[::1] pcnt, const uint64_t[::1] fps, const int64_t[::1] fpi):
+    def __init__(self, Collection refs, const uint64_t[::1] tkeys, const int64_t[::1] tids,
+                 const int64_t[::1] toff, const int64_t[::1] pptr, const int32_t[::1] pref,
+                 const int32_t[::1] psize, const int32_t[::1] psuf, const uint32_t[::1] pcnt,
+                 const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank):
         self.refs = refs
-        self._keep = (vocab, voff, pptr, pref, psize, psuf, pcnt, fps, fpi)
-        self.x.vocab = &vocab[0] if vocab.shape[0] else NULL
-        self.x.voff = &voff[0]
+        self._keep = (tkeys, tids, toff, pptr, pref, psize, psuf, pcnt, fps, fpi, rank)
+        self.x.rank = &rank[0] if rank.shape[0] else NULL
+        self.x.tkeys = &tkeys[0] if tkeys.shape[0] else NULL
+        self.x.tids = &tids[0] if tids.shape[0] else NULL
+        self.x.toff = &toff[0]
         self.x.pptr = &pptr[0]
         self.x.pref = &pref[0] if pref.shape[0] else NULL
         self.x.psize = &psize[0] if psize.shape[0] else NULL
@@ -210,6 +215,21 @@ cdef inline int64_t lower_bound_u64(const uint64_t* a, int64_t lo, int64_t hi,
         else:
             hi = mid
     return lo
+
+
+cdef inline int64_t vocab_lookup(const Index* X, int f, uint64_t key) noexcept nogil:
+    """Vocabulary id of ``key`` in field ``f``, or -1 when no reference holds it."""
+    cdef int64_t a = X.toff[f], size = X.toff[f + 1] - a, slot, vid
+    if size == 0:
+        return -1
+    slot = <int64_t>(fmix64(key) & <uint64_t>(size - 1))
+    while True:
+        vid = X.tids[a + slot]
+        if vid < 0:
+            return -1
+        if X.tkeys[a + slot] == key:
+            return vid
+        slot = (slot + 1) & (size - 1)
 
 
 cdef inline int64_t field_inter(const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
@@ -442,7 +462,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     """
     cdef int F = Q.F, f, g, d = 0
     cdef int64_t t, m, ntok, p, p0, j, r, nt = 0, nc, cost, best_cost = -1
-    cdef int64_t q, rem, c, z, e, qa, qb, v0, v1, pos, x, rz, best_c = 0, best_r = -1
+    cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1
     cdef int64_t qsz[8]
     cdef uint32_t* state = s.state
     cdef uint32_t w, fl
@@ -478,12 +498,10 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     for f in range(F):
         qa = Q.ip[f * (Q.n + 1) + qi]
         qb = Q.ip[f * (Q.n + 1) + qi + 1]
-        v0 = X.voff[f]
-        v1 = X.voff[f + 1]
         cost = 0
         for t in range(qa, qb):
-            pos = lower_bound_u64(X.vocab, v0, v1, Q.h[t])
-            if pos < v1 and X.vocab[pos] == Q.h[t]:
+            pos = vocab_lookup(X, f, Q.h[t])
+            if pos >= 0:
                 cost += X.pptr[pos + 1] - X.pptr[pos]
         if cost == 0:
             return  # no reference shares a token in this field: every score is 0
@@ -492,19 +510,17 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             d = f
     qa = Q.ip[d * (Q.n + 1) + qi]
     qb = Q.ip[d * (Q.n + 1) + qi + 1]
-    v0 = X.voff[d]
-    v1 = X.voff[d + 1]
     ntok = 0
     rem = 0
     for t in range(qa, qb):
-        pos = lower_bound_u64(X.vocab, v0, v1, Q.h[t])
-        if pos < v1 and X.vocab[pos] == Q.h[t]:
+        pos = vocab_lookup(X, d, Q.h[t])
+        if pos >= 0:
             s.ps[ntok] = X.pptr[pos]
             s.pe[ntok] = X.pptr[pos + 1]
             s.qc[ntok] = Q.c[t] if Q.c != NULL else 1
             rem += s.qc[ntok]
-            # the index's rank order: document frequency, then hash
-            s.order[ntok] = (<uint64_t>(s.pe[ntok] - s.ps[ntok]) << 24) | <uint64_t>ntok
+            # the index's rank order (document frequency, then hash)
+            s.order[ntok] = (<uint64_t>X.rank[pos] << 24) | <uint64_t>ntok
             ntok += 1
     sort_keys(s.order, ntok)
     q = qsz[d]
@@ -758,3 +774,135 @@ def row_fingerprints(const int64_t[::1] ip, const uint64_t[::1] h, const uint32_
                         g = fmix64(g + cnt[t])
             ov[i] = g
     return out
+
+
+ctypedef struct RankedEntry:
+    int64_t rank
+    int64_t pos
+
+
+cdef int cmp_ranked_desc(const void* a, const void* b) noexcept nogil:
+    cdef int64_t x = (<const RankedEntry*>a).rank, y = (<const RankedEntry*>b).rank
+    return (x < y) - (x > y)
+
+
+def build_postings(const int64_t[::1] indptr, const int64_t[::1] inverse,
+                   const int64_t[::1] rank, const uint32_t[::1] counts, bint multiset,
+                   const int64_t[::1] sizes, const int64_t[::1] ptr, int64_t max_row,
+                   int n_threads):
+    """Fill one field's postings in (token, reference) order.
+
+    ``inverse`` maps every stored token to its vocabulary id, ``rank`` gives each
+    vocabulary id its place in the scan order and ``ptr`` (V + 1) the posting
+    boundaries.  Returns ``(pref, psize, psuf, pcnt)``, where ``psuf`` is the
+    reference's mass from the entry's token on in rank order (token included).
+    """
+    cdef int64_t n = indptr.shape[0] - 1, nnz = inverse.shape[0], i, a, b, t, u, v
+    cdef int64_t V = ptr.shape[0] - 1
+    suffix = np.empty(nnz, dtype=np.int64)
+    cdef int64_t[::1] suf = suffix
+    cdef RankedEntry* buf
+    cdef int64_t acc, w, m
+    cdef int failed = 0
+    # suffix mass of every entry within its row, in rank order
+    with nogil, parallel(num_threads=n_threads):
+        buf = <RankedEntry*>malloc(sizeof(RankedEntry) * (max_row if max_row > 0 else 1))
+        try:
+            for i in prange(n, schedule="dynamic", chunksize=512):
+                if buf == NULL:
+                    failed += 1
+                    continue
+                a = indptr[i]
+                b = indptr[i + 1]
+                for t in range(a, b):
+                    buf[t - a].rank = rank[inverse[t]]
+                    buf[t - a].pos = t
+                qsort(buf, b - a, sizeof(RankedEntry), cmp_ranked_desc)
+                acc = 0
+                for m in range(b - a):
+                    acc = acc + (counts[buf[m].pos] if multiset else 1)
+                    suf[buf[m].pos] = acc
+        finally:
+            free(buf)
+    if failed:
+        raise MemoryError("overlap index: out of memory")
+    fill = np.array(ptr[:V], dtype=np.int64, copy=True)
+    cdef int64_t[::1] fv = fill
+    pref = np.empty(nnz, dtype=np.int32)
+    psize = np.empty(nnz, dtype=np.int32)
+    psuf = np.empty(nnz, dtype=np.int32)
+    pcnt = np.empty(nnz if multiset else 0, dtype=np.uint32)
+    cdef int32_t[::1] pr = pref
+    cdef int32_t[::1] pz = psize
+    cdef int32_t[::1] ps = psuf
+    cdef uint32_t[::1] pc = pcnt
+    cdef int64_t lim = 2147483647
+    with nogil:
+        # a stable counting sort by token: entries come in row order already
+        for i in range(n):
+            w = sizes[i] if sizes[i] < lim else lim
+            for t in range(indptr[i], indptr[i + 1]):
+                v = inverse[t]
+                u = fv[v]
+                fv[v] += 1
+                pr[u] = <int32_t>i
+                pz[u] = <int32_t>w
+                ps[u] = <int32_t>(suf[t] if suf[t] < lim else lim)
+                if multiset:
+                    pc[u] = counts[t]
+    return pref, psize, psuf, pcnt
+
+
+def vocab_table(const uint64_t[::1] hashes):
+    """Distinct hashes in first-seen order, and an open-addressing table of them.
+
+    Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
+    hash, ``inverse`` the id of every input hash; the table (a power of two,
+    at most half full) maps a hash to its id by linear probing.
+    """
+    cdef int64_t nnz = hashes.shape[0], cap = 16, i, slot, vid, nv = 0, j
+    while cap < nnz // 2 + 16:
+        cap <<= 1
+    cdef uint64_t key
+    tkeys = np.zeros(cap, dtype=np.uint64)
+    tids = np.full(cap, -1, dtype=np.int64)
+    inverse = np.empty(nnz, dtype=np.int64)
+    keys = np.empty(max(nnz, 1), dtype=np.uint64)
+    cdef uint64_t[::1] tk = tkeys
+    cdef int64_t[::1] ti = tids
+    cdef int64_t[::1] inv = inverse
+    cdef uint64_t[::1] kv = keys
+    cdef uint64_t[::1] tk2
+    cdef int64_t[::1] ti2
+    for i in range(nnz):
+        key = hashes[i]
+        slot = <int64_t>(fmix64(key) & <uint64_t>(cap - 1))
+        while True:
+            vid = ti[slot]
+            if vid < 0:
+                ti[slot] = nv
+                tk[slot] = key
+                kv[nv] = key
+                inv[i] = nv
+                nv += 1
+                break
+            if tk[slot] == key:
+                inv[i] = vid
+                break
+            slot = (slot + 1) & (cap - 1)
+        if 2 * nv > cap:
+            # grow and re-insert: keep the table at most half full
+            cap <<= 1
+            tkeys = np.zeros(cap, dtype=np.uint64)
+            tids = np.full(cap, -1, dtype=np.int64)
+            tk2 = tkeys
+            ti2 = tids
+            for j in range(nv):
+                slot = <int64_t>(fmix64(kv[j]) & <uint64_t>(cap - 1))
+                while ti2[slot] >= 0:
+                    slot = (slot + 1) & (cap - 1)
+                ti2[slot] = j
+                tk2[slot] = kv[j]
+            tk = tkeys
+            ti = tids
+    return keys[:nv].copy(), inverse, tkeys, tids

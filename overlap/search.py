@@ -105,7 +105,7 @@ class OverlapIndex:
         self._fields = as_fields(references, "references")
         nt = effective_n_threads(n_threads)
         self._coll = _index.collection(self._fields, nt)
-        self._index = _index.reference_index(self._fields, self._coll)
+        self._index = _index.reference_index(self._fields, self._coll, nt)
         self._max_row = _index.max_row(self._fields)
 
     def __len__(self) -> int:
