@@ -48,7 +48,8 @@ def reference_index(
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
     multiset = fields[0].multiset
-    tkeys, tids, ranks, pptrs, prefs, psizes, pes, pcnts = [], [], [], [], [], [], [], []
+    tkeys, tids, ranks, maxes = [], [], [], []
+    pptrs, prefs, psizes, pes, pcnts = [], [], [], [], []
     voff = [0]
     toff = [0]
     base = 0
@@ -68,6 +69,9 @@ def reference_index(
         prefs.append(pref)
         psizes.append(psize)
         pes.append(psuf)
+        maxes.append(
+            np.maximum.reduceat(psuf, ptr[:-1]) if psuf.shape[0] else np.zeros(0, np.int32)
+        )
         if multiset:
             pcnts.append(pcnt)
         pptrs.append(ptr[1:] + base)
@@ -93,6 +97,7 @@ def reference_index(
         np.ascontiguousarray(fp[fpi]),
         fpi,
         np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64),
+        np.ascontiguousarray(np.concatenate(maxes), dtype=np.int32),
     )
 
 

@@ -31,6 +31,7 @@ class ReferenceIndex:
         fps: NDArray[np.uint64],
         fpi: NDArray[np.int64],
         rank: NDArray[np.int64],
+        maxe: NDArray[np.int32],
     ) -> None: ...
     def top_k(
         self,

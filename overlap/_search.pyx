@@ -63,6 +63,7 @@ ctypedef struct Index:
     const int64_t* toff      # F + 1 table offsets (each table a power of two)
     const int64_t* pptr      # V + 1 posting boundaries
     const int64_t* rank      # V scan ranks within each field
+    const int32_t* maxe      # V largest suffix mass in each posting
     const int32_t* pref      # posting reference ids
     const int32_t* psize     # posting reference sizes
     const int32_t* psuf      # reference mass from the token on (descending within a token)
@@ -92,6 +93,7 @@ ctypedef struct Scratch:
     int64_t* pe
     uint32_t* qc
     int32_t* fld
+    int32_t* me          # largest suffix mass of each query token's posting
     uint64_t* order
     double* ks
     int64_t* ki
@@ -131,10 +133,12 @@ cdef class ReferenceIndex:
     def __init__(self, Collection refs, const uint64_t[::1] tkeys, const int64_t[::1] tids,
                  const int64_t[::1] toff, const int64_t[::1] pptr, const int32_t[::1] pref,
                  const int32_t[::1] psize, const int32_t[::1] psuf, const uint32_t[::1] pcnt,
-                 const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank):
+                 const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
+                 const int32_t[::1] maxe):
         self.refs = refs
-        self._keep = (tkeys, tids, toff, pptr, pref, psize, psuf, pcnt, fps, fpi, rank)
+        self._keep = (tkeys, tids, toff, pptr, pref, psize, psuf, pcnt, fps, fpi, rank, maxe)
         self.x.rank = &rank[0] if rank.shape[0] else NULL
+        self.x.maxe = &maxe[0] if maxe.shape[0] else NULL
         self.x.tkeys = &tkeys[0] if tkeys.shape[0] else NULL
         self.x.tids = &tids[0] if tids.shape[0] else NULL
         self.x.toff = &toff[0]
@@ -462,7 +466,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     """
     cdef int F = Q.F, f, g, d = 0
     cdef int64_t t, m, ntok, p, p0, j, r, nt = 0, nc, cost, best_cost = -1
-    cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1
+    cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1, unc = 0
     cdef int64_t qsz[8]
     cdef uint32_t* state = s.state
     cdef uint32_t w, fl
@@ -518,6 +522,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             s.ps[ntok] = X.pptr[pos]
             s.pe[ntok] = X.pptr[pos + 1]
             s.qc[ntok] = Q.c[t] if Q.c != NULL else 1
+            s.me[ntok] = X.maxe[pos]
             rem += s.qc[ntok]
             # the index's rank order (document frequency, then hash)
             s.order[ntok] = (<uint64_t>X.rank[pos] << 24) | <uint64_t>ntok
@@ -537,6 +542,13 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         cut = thr * (1.0 - 1e-12)
         t = <int64_t>(s.order[m] & 0xFFFFFF)
         qcount = s.qc[t]
+        x = s.me[t] if s.me[t] < rem else rem
+        if 2.0 * <double>x < cut * <double>(q + x):
+            # no entry of this posting can be admitted: leave it uncounted and
+            # let its mass widen every candidate's bound instead
+            unc += qcount
+            rem -= qcount
+            continue
         p0 = s.ps[t]
         if upper:
             p0 = lower_bound_i32(pref, p0, s.pe[t], qi + 1)
@@ -606,7 +618,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         w = state[r]
         state[r] = 0
         if (w >> 30) == 1:
-            c = (w & COUNT_MASK) + rem
+            c = (w & COUNT_MASK) + rem + unc
             z = R.sz[d * R.n + r]
             if c > z:
                 c = z
@@ -639,7 +651,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         if 2.0 * <double>c < cut * <double>(q + z):
             continue
         s.n_verify += 1
-        if rem == 0:
+        if rem == 0 and unc == 0:
             sc = bounded_score(Q, qi, R, r, cut, d, s.sorted_c[j])
         else:
             sc = bounded_score(Q, qi, R, r, cut, -1, 0)
@@ -673,6 +685,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
             s.exact = <int32_t*>malloc(nref * sizeof(int32_t))
             s.sorted_c = <int32_t*>malloc(nref * sizeof(int32_t))
             s.fld = <int32_t*>malloc(rowcap * sizeof(int32_t))
+            s.me = <int32_t*>malloc(rowcap * sizeof(int32_t))
             s.touched = <int32_t*>malloc(nref * sizeof(int32_t))
             s.ubound = <int32_t*>malloc(nref * sizeof(int32_t))
             s.sorted = <int32_t*>malloc(nref * sizeof(int32_t))
@@ -688,6 +701,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=16):
                 if (s == NULL or s.state == NULL or s.touched == NULL or s.fld == NULL
+                        or s.me == NULL
                         or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
                         or s.bucket == NULL or s.exact == NULL or s.sorted_c == NULL
                         or s.ps == NULL or s.pe == NULL or s.qc == NULL or s.order == NULL
@@ -711,6 +725,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                 stats[3 * tid + 2] += s.n_verify
                 free(s.state)
                 free(s.fld)
+                free(s.me)
                 free(s.ubound)
                 free(s.sorted)
                 free(s.sorted_u)
