@@ -98,6 +98,7 @@ def reference_index(
         fpi,
         np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64),
         np.ascontiguousarray(np.concatenate(maxes), dtype=np.int32),
+        coll.records(n_threads),
     )
 
 

@@ -3,6 +3,7 @@ from numpy.typing import NDArray
 
 class Collection:
     fingerprints: NDArray[np.uint64]
+    def records(self, n_threads: int) -> NDArray[np.int64]: ...
     def __init__(
         self,
         ip: NDArray[np.int64],
@@ -32,6 +33,7 @@ class ReferenceIndex:
         fpi: NDArray[np.int64],
         rank: NDArray[np.int64],
         maxe: NDArray[np.int32],
+        rrec: NDArray[np.int64],
     ) -> None: ...
     def top_k(
         self,
@@ -83,3 +85,7 @@ def build_postings(
 def vocab_table(
     hashes: NDArray[np.uint64],
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64]]: ...
+def reference_records(
+    ip: NDArray[np.int64], h: NDArray[np.uint64], sz: NDArray[np.int64], n_fields: int, n: int,
+    n_threads: int,
+) -> NDArray[np.int64]: ...

@@ -43,6 +43,10 @@ cdef enum:
     MODE_JOIN = 1
 
 cdef enum:
+    # candidates verified before a long posting is scanned
+    TOP_PARTIALS = 4
+
+cdef enum:
     COUNT_MASK = 0x3FFFFFFF
     FLAG_CANDIDATE = 0x40000000
     FLAG_DONE = 0x80000000
@@ -64,6 +68,7 @@ ctypedef struct Index:
     const int64_t* pptr      # V + 1 posting boundaries
     const int64_t* rank      # V scan ranks within each field
     const int32_t* maxe      # V largest suffix mass in each posting
+    const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
     const int32_t* pref      # posting reference ids
     const int32_t* psize     # posting reference sizes
     const int32_t* psuf      # reference mass from the token on (descending within a token)
@@ -122,6 +127,11 @@ cdef class Collection:
         self.c.sz = &sz[0] if sz.shape[0] else NULL
         self.c.fp = &fp[0] if fp.shape[0] else NULL
 
+    def records(self, int n_threads):
+        """Per row and field: (size, token signature), row-major (see can_reach)."""
+        ip, h, cnt, sz, fp = self._keep
+        return reference_records(ip, h, sz, self.c.F, self.c.n, n_threads)
+
 
 cdef class ReferenceIndex:
     """Inverted index over a reference Collection."""
@@ -134,9 +144,11 @@ cdef class ReferenceIndex:
                  const int64_t[::1] toff, const int64_t[::1] pptr, const int32_t[::1] pref,
                  const int32_t[::1] psize, const int32_t[::1] psuf, const uint32_t[::1] pcnt,
                  const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
-                 const int32_t[::1] maxe):
+                 const int32_t[::1] maxe, const int64_t[::1] rrec):
         self.refs = refs
-        self._keep = (tkeys, tids, toff, pptr, pref, psize, psuf, pcnt, fps, fpi, rank, maxe)
+        self._keep = (tkeys, tids, toff, pptr, pref, psize, psuf, pcnt, fps, fpi, rank, maxe,
+                      rrec)
+        self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
         self.x.rank = &rank[0] if rank.shape[0] else NULL
         self.x.maxe = &maxe[0] if maxe.shape[0] else NULL
         self.x.tkeys = &tkeys[0] if tkeys.shape[0] else NULL
@@ -219,6 +231,58 @@ cdef inline int64_t lower_bound_u64(const uint64_t* a, int64_t lo, int64_t hi,
         else:
             hi = mid
     return lo
+
+
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define overlap_popcount64(x) __builtin_popcountll(x)
+    #else
+    static inline int overlap_popcount64(unsigned long long x) {
+        int c = 0; while (x) { x &= x - 1; c++; } return c;
+    }
+    #endif
+    """
+    int overlap_popcount64(uint64_t x) noexcept nogil
+
+
+cdef inline uint64_t token_bit(uint64_t h) noexcept nogil:
+    return (<uint64_t>1) << (fmix64(h) >> 58)
+
+
+cdef inline uint64_t row_signature(const uint64_t* h, int64_t n) noexcept nogil:
+    """OR of one bit per token: 2|x ∩ y| <= |x| + |y| - popcount(sig_x ^ sig_y)."""
+    cdef uint64_t sig = 0
+    cdef int64_t i
+    for i in range(n):
+        sig |= token_bit(h[i])
+    return sig
+
+
+cdef inline bint can_reach(int64_t qs, uint64_t qsig, int64_t rs, uint64_t rsig,
+                           double cut) noexcept nogil:
+    """False when the Dice ratio of the two rows is surely below ``cut``.
+
+    A bit set on one side only stands for at least one token of that side
+    missing on the other, so 2*inter <= qs + rs - popcount(qsig ^ rsig); the
+    length filter 2*inter <= 2*min(qs, rs) is folded in.
+    """
+    cdef int64_t ub2 = qs + rs - overlap_popcount64(qsig ^ rsig)
+    cdef int64_t m2 = 2 * (qs if qs < rs else rs)
+    if m2 < ub2:
+        ub2 = m2
+    return <double>ub2 >= cut * <double>(qs + rs)
+
+
+cdef inline bint signatures_reach(const Index* X, int64_t r, int F, const int64_t* qsz,
+                                  const uint64_t* qsig, double cut) noexcept nogil:
+    """can_reach for every field of reference r (one cache line per reference)."""
+    cdef const int64_t* rec = X.rrec + 2 * F * r
+    cdef int f
+    for f in range(F):
+        if not can_reach(qsz[f], qsig[f], rec[2 * f], <uint64_t>rec[2 * f + 1], cut):
+            return False
+    return True
 
 
 cdef inline int64_t vocab_lookup(const Index* X, int f, uint64_t key) noexcept nogil:
@@ -443,6 +507,41 @@ cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
     return lo
 
 
+cdef void verify_top_partials(const Coll* Q, int64_t qi, const Coll* R, Scratch* s,
+                              int64_t nt, int k, double floor_score) noexcept nogil:
+    """Verify the (up to) TOP_PARTIALS candidates with the highest partial counts."""
+    cdef int64_t best[TOP_PARTIALS]
+    cdef uint32_t bc[TOP_PARTIALS]
+    cdef int nb = 0, i, pos
+    cdef int64_t j, r
+    cdef uint32_t w, c
+    cdef double sc
+    for j in range(nt):
+        r = s.touched[j]
+        w = s.state[r]
+        if (w >> 30) != 1:
+            continue
+        c = w & COUNT_MASK
+        if nb == TOP_PARTIALS and c <= bc[nb - 1]:
+            continue
+        pos = nb if nb < TOP_PARTIALS else TOP_PARTIALS - 1
+        if nb < TOP_PARTIALS:
+            nb += 1
+        while pos > 0 and bc[pos - 1] < c:
+            bc[pos] = bc[pos - 1]
+            best[pos] = best[pos - 1]
+            pos -= 1
+        bc[pos] = c
+        best[pos] = r
+    for i in range(nb):
+        r = best[i]
+        s.state[r] = FLAG_DONE
+        s.n_verify += 1
+        sc = exact_score(Q, qi, R, r, -1, 0)
+        if sc > 0.0 and sc >= floor_score:
+            topk_insert(s, k, sc, r)
+
+
 cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, int mode,
                      int k, double floor_score, bint exclude, Scratch* s,
                      PairBuf* pairs) noexcept nogil:
@@ -468,6 +567,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     cdef int64_t t, m, ntok, p, p0, j, r, nt = 0, nc, cost, best_cost = -1
     cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1, unc = 0
     cdef int64_t qsz[8]
+    cdef uint64_t qsig[8]
     cdef uint32_t* state = s.state
     cdef uint32_t w, fl
     cdef const int32_t* pref = X.pref
@@ -484,6 +584,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         qsz[f] = Q.sz[f * Q.n + qi]
         if qsz[f] == 0:
             return
+        qa = Q.ip[f * (Q.n + 1) + qi]
+        qsig[f] = row_signature(Q.h + qa, Q.ip[f * (Q.n + 1) + qi + 1] - qa)
     # 1. exact duplicate: score 1.0 at the lowest identical reference
     if mode == MODE_TOPK and k == 1 and X.nfp > 0:
         key = Q.fp[qi]
@@ -549,6 +651,14 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             unc += qcount
             rem -= qcount
             continue
+        if mode == MODE_TOPK and s.pe[t] - s.ps[t] > 2 * (nt + 64):
+            # a long posting comes: verify the best few partial matches first,
+            # so the threshold that filters its admissions is as high as it can be
+            verify_top_partials(Q, qi, R, s, nt, k, floor_score)
+            thr = current_threshold(s, k, floor_score)
+            if thr > 0.0 and dice(rem, q, rem) < thr:
+                break
+            cut = thr * (1.0 - 1e-12)
         p0 = s.ps[t]
         if upper:
             p0 = lower_bound_i32(pref, p0, s.pe[t], qi + 1)
@@ -578,15 +688,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
                 continue
             s.touched[nt] = <int32_t>r
             nt += 1
-            ok = True
-            for g in range(F):
-                if g != d:
-                    rz = R.sz[g * R.n + r]
-                    x = rz if rz < qsz[g] else qsz[g]
-                    if 2.0 * <double>x < cut * <double>(qsz[g] + rz):
-                        ok = False
-                        break
-            if not ok:
+            if not signatures_reach(X, r, F, qsz, qsig, cut):
                 state[r] = FLAG_HOPELESS
                 continue
             if X.pcnt != NULL:
@@ -649,6 +751,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             break  # every later candidate has a bound <= c
         z = R.sz[d * R.n + r]
         if 2.0 * <double>c < cut * <double>(q + z):
+            continue
+        if not signatures_reach(X, r, F, qsz, qsig, cut):
             continue
         s.n_verify += 1
         if rem == 0 and unc == 0:
@@ -921,3 +1025,20 @@ def vocab_table(const uint64_t[::1] hashes):
             tk = tkeys
             ti = tids
     return keys[:nv].copy(), inverse, tkeys, tids
+
+
+def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
+                      int n_fields, int64_t n, int n_threads):
+    """Per reference and field: (size, token signature), reference-major."""
+    out = np.empty(2 * n_fields * n, dtype=np.int64)
+    cdef int64_t[::1] ov = out
+    cdef int64_t r, a
+    cdef int f
+    with nogil:
+        for r in prange(n, num_threads=n_threads, schedule="static"):
+            for f in range(n_fields):
+                a = ip[f * (n + 1) + r]
+                ov[2 * (n_fields * r + f)] = sz[f * n + r]
+                ov[2 * (n_fields * r + f) + 1] = <int64_t>row_signature(
+                    &h[0] + a if h.shape[0] else NULL, ip[f * (n + 1) + r + 1] - a)
+    return out
