@@ -226,8 +226,7 @@ def _ours(track, pred_path):
         gold = metrics.read_sent_relations(gold_path)
     else:
         gold = metrics.read_bag_relations(gold_path)
-    from metrics.relation import _read_labels
-    pred = _read_labels(pred_path, 2, None)
+    pred = metrics.read_relation_predictions(pred_path, track)
     return metrics.relation_f1(gold, pred).f1
 
 

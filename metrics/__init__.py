@@ -1,7 +1,8 @@
 """metrics: shared-task scorers (CCKS relation F1, correlation and agreement).
 
 * Relation extraction (CCKS 2019 / IPRE): ``read_relation_ids``,
-  ``read_sent_relations``, ``read_bag_relations``, ``relation_f1``,
+  ``read_sent_relations``, ``read_bag_relations``,
+  ``read_relation_predictions``, ``relation_f1``,
   ``upper_bound``.
 * Correlation (matching ``scipy.stats``): ``pearson``, ``spearman``,
   ``kendall``, ``grouped`` (per group + overall), ``bootstrap_ci``.
@@ -29,6 +30,7 @@ from .relation import (
     RelationScore,
     read_bag_relations,
     read_relation_ids,
+    read_relation_predictions,
     read_sent_relations,
     relation_f1,
     upper_bound,
@@ -51,6 +53,7 @@ __all__ = [
     "pearson",
     "read_bag_relations",
     "read_relation_ids",
+    "read_relation_predictions",
     "read_sent_relations",
     "relation_f1",
     "spearman",

@@ -58,15 +58,6 @@ def _build_parser() -> argparse.ArgumentParser:
 # ----------------------------------------------------------------- ccks
 
 
-def _first_line_columns(path) -> int:
-    with open(path, "rb") as fh:
-        for raw in fh:
-            line = raw.decode("utf-8", "replace").lstrip("\ufeff").rstrip("\r\n")
-            if line.strip():
-                return line.count("\t") + 1
-    return 0
-
-
 def _read_subset(path) -> list[str]:
     ids = []
     seen = set()
@@ -92,13 +83,9 @@ def _run_ccks(args, out) -> int:
         rel_names = {v: k for k, v in relations.items()}
     if args.track == "sent":
         gold = relation.read_sent_relations(args.gold, relations)
-        pred = relation.read_sent_relations(args.pred, relations)
     else:
         gold = relation.read_bag_relations(args.gold, relations)
-        if _first_line_columns(args.pred) == 2:
-            pred = relation._read_labels(args.pred, 2, relations)
-        else:
-            pred = relation.read_bag_relations(args.pred, relations)
+    pred = relation.read_relation_predictions(args.pred, args.track, relations)
     subset = _read_subset(args.subset) if args.subset else None
     res = relation.relation_f1(gold, pred, subset=subset)
     print(f"items      {res.n_items}", file=out)

@@ -11,9 +11,10 @@ cache-friendly kernels:
   for every thread count.
 * Spearman and Kendall on small-integer data (e.g. Likert scales): one counting
   pass builds the contingency table; ranks, ties and concordance come from it.
-* Spearman otherwise: average ranks from one argsort per variable (x and y are
-  sorted concurrently); Kendall tau-b otherwise: an O(n log n) merge sort that
-  counts discordant pairs.
+* Spearman otherwise: average ranks from an LSD radix sort of each variable
+  (x and y are sorted at the same time); Kendall tau-b otherwise: x is
+  radix-sorted while y becomes dense ranks, and an O(n log n) merge sort of the
+  y ranks in (x, y) order counts the discordant pairs.
 
 ``grouped`` scores every group and the pooled data in one call, and
 ``bootstrap_ci`` gives percentile, basic or BCa intervals from a parallel,
@@ -33,7 +34,7 @@ import numpy as np
 from scipy import special
 from scipy import stats as _sps
 
-from . import _boot, _corr
+from . import _boot, _corr, _rank
 from ._validation import (
     as_float_vector,
     check_choice,
@@ -279,10 +280,24 @@ def _t_pvalue(rs: float, n: int, alternative: str) -> float:
     return float(p)
 
 
+# From this many pairs on, ranks and Kendall counts come from the radix-sort
+# kernels of _rank (below it numpy's argsort is as fast).  The kernels index
+# with uint32, hence the upper limit.
+RADIX_MIN_N = 4096
+RADIX_MAX_N = 2**32 - 1
+
+
+def _use_radix(n: int) -> bool:
+    return RADIX_MIN_N <= n <= RADIX_MAX_N
+
+
 def _average_ranks(v: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+    ranks = np.empty(v.shape[0], dtype=np.float64)
+    if order is None and _use_radix(v.shape[0]):
+        _rank.average_ranks(v, ranks)
+        return ranks
     if order is None:
         order = np.argsort(v)
-    ranks = np.empty(v.shape[0], dtype=np.float64)
     _corr.average_ranks_sorted(v, order, ranks)
     return ranks
 
@@ -399,9 +414,14 @@ def _spearman_core(x, y, nt, alternative, tab=None, warn_stacklevel=4):
         if _is_constant(x) or _is_constant(y):
             warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel)
             return math.nan, math.nan
-        ox, oy = _argsorts(x, y, nt)
-        rx = _average_ranks(x, ox)
-        ry = _average_ranks(y, oy)
+        if _use_radix(n):  # two radix sorts, side by side
+            rx = np.empty(n, dtype=np.float64)
+            ry = np.empty(n, dtype=np.float64)
+            _rank.average_ranks2(x, y, rx, ry, nt)
+        else:
+            ox, oy = _argsorts(x, y, nt)
+            rx = _average_ranks(x, ox)
+            ry = _average_ranks(y, oy)
         if n <= SMALL_N:  # scipy's own arithmetic (see SMALL_N)
             with np.errstate(invalid="ignore", divide="ignore"):
                 rs = float(np.corrcoef(np.column_stack((rx, ry)), rowvar=False)[1, 0])
@@ -519,8 +539,11 @@ def _kendall_counts(x, y, nt, tab=None):
         cells = table.ravel()
         ntie = int((cells * (cells - 1) // 2).sum())
         return int(dis), xtie, ytie, ntie, x0, x1, y0, y1
-    order = np.argsort(x)
-    dis, xtie, ytie, ntie, x0, x1, y0, y1 = _corr.kendall_general(x, y, order, nt)
+    if _use_radix(x.shape[0]):
+        counts = _rank.kendall_counts(x, y, nt)
+    else:
+        counts = _corr.kendall_general(x, y, np.argsort(x), nt)
+    dis, xtie, ytie, ntie, x0, x1, y0, y1 = counts
     return int(dis), int(xtie), int(ytie), int(ntie), x0, x1, y0, y1
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "RelationScore",
     "read_bag_relations",
     "read_relation_ids",
+    "read_relation_predictions",
     "read_sent_relations",
     "relation_f1",
     "upper_bound",
@@ -67,9 +68,27 @@ class RelationLabels(Mapping):
         if self.masks.shape != (len(self.ids),):
             raise ValueError("masks must have one entry per id")
         self.source = source
-        self.heads = heads
-        self.tails = tails
+        self._heads = heads
+        self._tails = tails
         self._sent_ids = sent_ids
+        self._raw = None  # (file bytes, spans): middle columns not decoded yet
+
+    @classmethod
+    def _from_scan(cls, ids, index, masks, source, raw=None, spans=None):
+        labels = cls.__new__(cls)
+        labels.ids = ids
+        labels.masks = masks
+        labels.source = source
+        labels._heads = labels._tails = labels._sent_ids = None
+        labels._raw = (raw, spans) if spans is not None and spans.shape[1] == 3 else None
+        labels.__dict__["index"] = index  # cached_property storage
+        return labels
+
+    def _column(self, k: int):
+        if self._raw is None:
+            return None
+        raw, spans = self._raw
+        return [raw[a:b].decode("utf-8") for a, b in spans[:, k].tolist()]
 
     @cached_property
     def index(self) -> dict:
@@ -77,7 +96,32 @@ class RelationLabels(Mapping):
         return {k: i for i, k in enumerate(self.ids)}
 
     @property
+    def heads(self):
+        """Bag track: the head entity of every bag (None for the sentence track)."""
+        if self._heads is None:
+            self._heads = self._column(0)
+        return self._heads
+
+    @heads.setter
+    def heads(self, value):
+        self._heads = value
+
+    @property
+    def tails(self):
+        """Bag track: the tail entity of every bag (None for the sentence track)."""
+        if self._tails is None:
+            self._tails = self._column(1)
+        return self._tails
+
+    @tails.setter
+    def tails(self, value):
+        self._tails = value
+
+    @property
     def sent_ids(self):
+        """Bag track: the sentence ids of every bag, as tuples."""
+        if self._sent_ids is None:
+            self._sent_ids = self._column(2)
         if self._sent_ids is None:
             return None
         return [tuple(s.split()) for s in self._sent_ids]
@@ -165,27 +209,22 @@ def _allowed_mask(relations) -> int:
     return _mask_of(list(values), "relations")
 
 
-def _read_labels(path, n_cols: int, relations) -> RelationLabels:
-    name, data = _read_bytes(path)
+def _parse(name: str, data: bytes, n_cols: int, relations) -> RelationLabels:
     allowed = _allowed_mask(relations)
     buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
-    ids, masks, middle, error = _relparse.scan(buf, n_cols, allowed)
+    ids, index, masks, spans, error = _relparse.scan(buf, n_cols, allowed)
     if error is not None:
         line, msg = error
         raise ValueError(f"{name}:{line}: {msg}")
-    index = {}
-    for row, item in enumerate(ids):
-        if index.setdefault(item, row) != row:
-            raise ValueError(
-                f"{name}:{row + 1}: duplicate item id {item!r} (first on line {index[item] + 1})")
-    labels = RelationLabels(ids, masks, source=name)
-    labels.__dict__["index"] = index  # reuse: cached_property storage
-    if n_cols == 5:
-        labels.heads, labels.tails, labels._sent_ids = middle[0], middle[1], middle[2]
-        for row, s in enumerate(middle[2]):
-            if not s.strip():
-                raise ValueError(f"{name}:{row + 1}: empty sentence id list")
-    return labels
+    return RelationLabels._from_scan(ids, index, masks, name, data, spans)
+
+
+def _read_labels(path, n_cols: int, relations) -> RelationLabels:
+    """Read a label file with ``n_cols`` columns (kept for older callers; use
+    ``read_sent_relations``, ``read_bag_relations`` or
+    ``read_relation_predictions``)."""
+    name, data = _read_bytes(path)
+    return _parse(name, data, n_cols, relations)
 
 
 def read_relation_ids(path) -> dict:
@@ -257,6 +296,40 @@ def read_bag_relations(path, relations=None) -> RelationLabels:
     ``heads``, ``tails`` and ``sent_ids``.
     """
     return _read_labels(path, 5, relations)
+
+
+def read_relation_predictions(path, track: str = "sent", relations=None) -> RelationLabels:
+    """Read a system's predictions for the sentence or the bag track.
+
+    Sentence track: ``sentID<TAB>relationIDs``.  Bag track: either the five
+    gold columns (``bagID<TAB>e_h<TAB>e_t<TAB>sentIDs<TAB>relationIDs``) or
+    just ``bagID<TAB>relationIDs``; the first non-blank line decides, and
+    every line must then have that many columns.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+    track : {"sent", "bag"}
+    relations : mapping or iterable of int, optional
+        The valid relation ids, as for ``read_sent_relations``.
+
+    Returns
+    -------
+    RelationLabels
+
+    Raises
+    ------
+    ValueError
+        ``"<file>:<line>: <problem>"``, as the gold readers.
+    """
+    if track not in ("sent", "bag"):
+        raise ValueError(f"track must be 'sent' or 'bag', got {track!r}")
+    name, data = _read_bytes(path)
+    n_cols = 2
+    if track == "bag":
+        buf = np.frombuffer(data, dtype=np.uint8) if data else np.zeros(0, dtype=np.uint8)
+        n_cols = 2 if _relparse.count_columns(buf) == 2 else 5
+    return _parse(name, data, n_cols, relations)
 
 
 # ----------------------------------------------------------------- scoring

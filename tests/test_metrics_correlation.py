@@ -464,3 +464,99 @@ def test_read_only_and_unmodified(rng):
     # integer and list input
     assert metrics.pearson([1, 2, 3, 5], [2, 1, 4, 4]).statistic == pytest.approx(
         ss.pearsonr([1, 2, 3, 5], [2, 1, 4, 4]).statistic, abs=1e-12)
+
+
+# ----------------------------------------------------------------- rank kernels
+
+
+def _rank_cases(rng, n):
+    """Inputs that stress the radix kernels: ties, signed zeros, infinities,
+    subnormals, and values that differ only in their lowest bits (so their
+    packed key prefixes collide)."""
+    base = np.nextafter(1.0, 2.0, dtype=np.float64)
+    return [
+        rng.normal(size=n),
+        np.round(rng.normal(size=n), 1),
+        rng.choice([-0.0, 0.0, 1.0, -np.inf, np.inf, -2.5, 5e-324, -5e-324], n),
+        1.0 + rng.integers(0, 50, n) * (base - 1.0),
+        np.full(n, 3.0),
+        rng.integers(0, 3, n) * 1e300,
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 4096, 70_000])
+def test_radix_average_ranks_match_rankdata(rng, n):
+    from metrics import _rank
+    cases = _rank_cases(rng, n)
+    for x in cases:
+        ranks = np.empty(n)
+        _rank.average_ranks(x, ranks)
+        np.testing.assert_array_equal(ranks, ss.rankdata(x))
+    rx, ry = np.empty(n), np.empty(n)
+    _rank.average_ranks2(cases[0], cases[3], rx, ry, 2)
+    np.testing.assert_array_equal(rx, ss.rankdata(cases[0]))
+    np.testing.assert_array_equal(ry, ss.rankdata(cases[3]))
+
+
+@pytest.mark.parametrize("n", [2, 3, 33, 5000, 70_000])
+def test_radix_kendall_counts_match_merge_counts(rng, n):
+    from metrics import _corr, _rank
+    cases = _rank_cases(rng, n)
+    for x in cases:
+        for y in (cases[0], cases[1], cases[3], x[::-1].copy()):
+            want = _corr.kendall_general(x, y, np.argsort(x), 1)
+            assert _rank.kendall_counts(x, y, 1) == want
+            assert _rank.kendall_counts(x, y, 3) == want
+
+
+def test_count_inversions_brute_force(rng):
+    from metrics import _rank
+    for n in (0, 1, 2, 3, 16, 17, 100, 1000):
+        for hi in (2, 10, 2**32 - 1):
+            a = rng.integers(0, hi, n, dtype=np.uint64).astype(np.uint32)
+            want = sum(int((a[i] > a[i + 1:]).sum()) for i in range(n))
+            b = a.copy()
+            assert _rank.count_inversions(b, 2) == want
+            np.testing.assert_array_equal(b, np.sort(a))
+
+
+def test_count_inversions_parallel_pieces(rng):
+    """Above 4 blocks the pieces are sorted in parallel and merged: compare
+    with a Fenwick-tree count and across thread counts."""
+    from metrics import _rank
+    n = 300_001
+    a = rng.integers(0, 5000, n).astype(np.uint32)
+    tree = np.zeros(5001, dtype=np.int64)
+    want = 0
+    # count pairs i < j with a[i] > a[j], scanning from the right
+    for v in a[::-1].tolist():
+        k = v  # sum of counts of values < v
+        s = 0
+        while k > 0:
+            s += int(tree[k])
+            k -= k & -k
+        want += s
+        k = v + 1
+        while k <= 5000:
+            tree[k] += 1
+            k += k & -k
+    got = []
+    for t in (1, 2, 3, 8):
+        b = a.copy()
+        got.append(_rank.count_inversions(b, t))
+        np.testing.assert_array_equal(b, np.sort(a))
+    assert got == [want] * 4
+
+
+def test_large_kendall_thread_invariance_and_scipy(rng):
+    n = 300_000  # large enough for the parallel inversion count
+    x = np.round(rng.normal(size=n), 2)
+    y = x + rng.normal(size=n)
+    res = [metrics.kendall(x, y, n_threads=t) for t in (1, 2, 4)]
+    assert res[0] == res[1] == res[2]
+    want = ss.kendalltau(x, y)
+    assert abs(res[0].statistic - want.statistic) <= 1e-12
+    assert abs(res[0].pvalue - want.pvalue) <= 1e-12 * max(1.0, want.pvalue)
+    res = [metrics.spearman(x, y, n_threads=t) for t in (1, 2)]
+    assert res[0] == res[1]
+    assert abs(res[0].statistic - ss.spearmanr(x, y).statistic) <= 1e-12

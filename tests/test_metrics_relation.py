@@ -194,3 +194,61 @@ def test_ipre_dev_self_and_perturbed(track):
     ub = metrics.upper_bound(gold, [pred, {}])
     assert ub.f1 >= res.f1 * 0  # defined, and the perfect system wins outright:
     assert metrics.upper_bound(gold, [pred, gold]).f1 == 1.0
+
+
+# ----------------------------------------------------------------- prediction reader
+
+
+def test_read_relation_predictions(tmp_path):
+    p = _write(tmp_path, "p.txt", "\ufeffB1\t4\r\nB2\t0 3\r\n")
+    lab = metrics.read_relation_predictions(p, "bag")
+    assert dict(lab) == {"B1": {4}, "B2": {0, 3}} and lab.heads is None
+    p = _write(tmp_path, "p5.txt", "B1\tA\tB\tS1 S2\t4\nB2\tC\tD\tS3\t0\n")
+    lab = metrics.read_relation_predictions(p, "bag")
+    assert dict(lab) == {"B1": {4}, "B2": {0}} and lab.tails == ["B", "D"]
+    p = _write(tmp_path, "mixed.txt", "B1\t4\nB2\tC\tD\tS3\t0\n")
+    with pytest.raises(ValueError, match=r"mixed.txt:2: expected 2 tab-separated columns, found 5"):
+        metrics.read_relation_predictions(p, "bag")
+    with pytest.raises(ValueError, match=r"p5.txt:1: expected 2 tab-separated columns"):
+        metrics.read_relation_predictions(p.parent / "p5.txt", "sent")
+    with pytest.raises(ValueError, match="track"):
+        metrics.read_relation_predictions(p, "doc")
+    empty = _write(tmp_path, "empty.txt", "\n\n")
+    assert len(metrics.read_relation_predictions(empty, "bag")) == 0
+    # the old private name still works
+    from metrics.relation import _read_labels
+    assert dict(_read_labels(tmp_path / "p.txt", 2, None)) == {"B1": {4}, "B2": {0, 3}}
+
+
+def test_bag_middle_columns_checked_and_decoded_lazily(tmp_path):
+    p = tmp_path / "b.txt"
+    p.write_bytes("B1\t\u674e\u70c8\u94a7\t\u738b\u4fa3\t S1  S2 \t0\n".encode() +
+                  b"B2\tA\tB\tS3\t4\n")
+    lab = metrics.read_bag_relations(p)
+    assert lab.heads == ["\u674e\u70c8\u94a7", "A"] and lab.tails == ["\u738b\u4fa3", "B"]
+    assert lab.sent_ids == [("S1", "S2"), ("S3",)]
+    for bad, col in ((b"\xe4\xb8", 2), (b"\xed\xa0\x80", 3), (b"\xc0\xaf", 2),
+                     (b"\xf4\x90\x80\x80", 3), (b"abc\xff", 2)):
+        fields = [b"B1", b"A", b"B", b"S1", b"0"]
+        fields[col - 1] = bad
+        p.write_bytes(b"B0\tA\tB\tS0\t0\n" + b"\t".join(fields) + b"\n")
+        with pytest.raises(ValueError, match=rf"b.txt:2: column {col} is not valid UTF-8"):
+            metrics.read_bag_relations(p)
+    p.write_bytes("B1\tA\tB\t\u3000\t0\n".encode())  # str.strip() removes U+3000
+    with pytest.raises(ValueError, match=r"b.txt:1: empty sentence id list"):
+        metrics.read_bag_relations(p)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=24))
+def test_utf8_check_agrees_with_python(blob):
+    from metrics import _relparse
+    line = b"B1\t" + blob.replace(b"\t", b"").replace(b"\n", b"") + b"\tB\tS1\t0\n"
+    try:
+        line.decode("utf-8")
+        ok = True
+    except UnicodeDecodeError:
+        ok = False
+    buf = np.frombuffer(line, dtype=np.uint8)
+    *_, error = _relparse.scan(buf, 5, (1 << 64) - 1)
+    assert (error is None) == ok, (line, error)
