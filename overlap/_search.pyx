@@ -43,6 +43,10 @@ cdef enum:
     MODE_JOIN = 1
 
 cdef enum:
+    # int64 slots per reference and field in Index.rrec: size, signature, start, end
+    REC = 4
+
+cdef enum:
     # candidates verified before a long posting is scanned
     TOP_PARTIALS = 4
 
@@ -89,6 +93,8 @@ ctypedef struct Scratch:
     uint32_t* state      # n_refs words: count (low 30 bits), flag (top 2 bits)
     int32_t* touched
     int32_t* exact       # candidates' counts (touched order)
+    int32_t* tz          # candidates' driver-field sizes (touched order)
+    int32_t* sorted_z
     int32_t* sorted_c
     int32_t* ubound      # candidates' intersection bounds (touched order)
     int32_t* sorted      # candidates by bound, descending
@@ -233,17 +239,12 @@ cdef inline int64_t lower_bound_u64(const uint64_t* a, int64_t lo, int64_t hi,
     return lo
 
 
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define overlap_popcount64(x) __builtin_popcountll(x)
-    #else
-    static inline int overlap_popcount64(unsigned long long x) {
-        int c = 0; while (x) { x &= x - 1; c++; } return c;
-    }
-    #endif
-    """
-    int overlap_popcount64(uint64_t x) noexcept nogil
+cdef inline int popcount64(uint64_t x) noexcept nogil:
+    """Set bits of x (SWAR: no libgcc call and no -mpopcnt needed)."""
+    x = x - ((x >> 1) & <uint64_t>0x5555555555555555ULL)
+    x = (x & <uint64_t>0x3333333333333333ULL) + ((x >> 2) & <uint64_t>0x3333333333333333ULL)
+    x = (x + (x >> 4)) & <uint64_t>0x0F0F0F0F0F0F0F0FULL
+    return <int>((x * <uint64_t>0x0101010101010101ULL) >> 56)
 
 
 cdef inline uint64_t token_bit(uint64_t h) noexcept nogil:
@@ -267,7 +268,7 @@ cdef inline bint can_reach(int64_t qs, uint64_t qsig, int64_t rs, uint64_t rsig,
     missing on the other, so 2*inter <= qs + rs - popcount(qsig ^ rsig); the
     length filter 2*inter <= 2*min(qs, rs) is folded in.
     """
-    cdef int64_t ub2 = qs + rs - overlap_popcount64(qsig ^ rsig)
+    cdef int64_t ub2 = qs + rs - popcount64(qsig ^ rsig)
     cdef int64_t m2 = 2 * (qs if qs < rs else rs)
     if m2 < ub2:
         ub2 = m2
@@ -277,10 +278,10 @@ cdef inline bint can_reach(int64_t qs, uint64_t qsig, int64_t rs, uint64_t rsig,
 cdef inline bint signatures_reach(const Index* X, int64_t r, int F, const int64_t* qsz,
                                   const uint64_t* qsig, double cut) noexcept nogil:
     """can_reach for every field of reference r (one cache line per reference)."""
-    cdef const int64_t* rec = X.rrec + 2 * F * r
+    cdef const int64_t* rec = X.rrec + REC * F * r
     cdef int f
     for f in range(F):
-        if not can_reach(qsz[f], qsig[f], rec[2 * f], <uint64_t>rec[2 * f + 1], cut):
+        if not can_reach(qsz[f], qsig[f], rec[REC * f], <uint64_t>rec[REC * f + 1], cut):
             return False
     return True
 
@@ -364,22 +365,25 @@ cdef inline int64_t bounded_inter(const uint64_t* a, const uint32_t* ca, int64_t
     return c
 
 
-cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
-                                 double cut, int known_field, int64_t known_inter) noexcept nogil:
+cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const Index* X,
+                                 int64_t ri, double cut, int known_field,
+                                 int64_t known_inter) noexcept nogil:
     """min over fields of Dice, or 0.0 once some field surely falls below ``cut``.
 
     Field ``known_field`` (if >= 0) uses the intersection ``known_inter``.
+    Reference facts come from the index's per-reference records.
     """
     cdef double s = 2.0, dd
     cdef int f
     cdef int64_t a0, a1, b0, b1, qs, rs, need, inter
+    cdef const int64_t* rec = X.rrec + REC * Q.F * ri
     for f in range(Q.F):
         a0 = Q.ip[f * (Q.n + 1) + qi]
         a1 = Q.ip[f * (Q.n + 1) + qi + 1]
-        b0 = R.ip[f * (R.n + 1) + ri]
-        b1 = R.ip[f * (R.n + 1) + ri + 1]
+        rs = rec[REC * f]
+        b0 = rec[REC * f + 2]
+        b1 = rec[REC * f + 3]
         qs = Q.sz[f * Q.n + qi]
-        rs = R.sz[f * R.n + ri]
         # the smallest count that is not surely below the cut
         need = <int64_t>(cut * <double>(qs + rs) * 0.5)
         if need > 0:
@@ -635,6 +639,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         # the query itself is never a candidate (marked done, reset with the rest)
         state[qi] = FLAG_DONE
         s.touched[nt] = <int32_t>qi
+        s.tz[nt] = 0
         nt += 1
     # 3. count every candidate's entries; admit new references where they can win
     for m in range(ntok):
@@ -687,10 +692,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             if 2.0 * <double>x < cut * <double>(q + z):
                 continue
             s.touched[nt] = <int32_t>r
+            s.tz[nt] = <int32_t>z
             nt += 1
-            if not signatures_reach(X, r, F, qsz, qsig, cut):
-                state[r] = FLAG_HOPELESS
-                continue
             if X.pcnt != NULL:
                 add = X.pcnt[p] if X.pcnt[p] < qcount else qcount
             else:
@@ -721,7 +724,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         state[r] = 0
         if (w >> 30) == 1:
             c = (w & COUNT_MASK) + rem + unc
-            z = R.sz[d * R.n + r]
+            z = s.tz[j]
+            s.tz[nc] = <int32_t>z
             if c > z:
                 c = z
             if c > q:
@@ -741,6 +745,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         s.sorted[s.bucket[c]] = s.touched[j]
         s.sorted_u[s.bucket[c]] = <int32_t>c
         s.sorted_c[s.bucket[c]] = s.exact[j]
+        s.sorted_z[s.bucket[c]] = s.tz[j]
         s.bucket[c] += 1
     thr = current_threshold(s, k, floor_score)
     cut = thr * (1.0 - 1e-12)
@@ -749,16 +754,16 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         c = s.sorted_u[j]
         if 2.0 * <double>c < cut * <double>(q + c):
             break  # every later candidate has a bound <= c
-        z = R.sz[d * R.n + r]
+        z = s.sorted_z[j]
         if 2.0 * <double>c < cut * <double>(q + z):
             continue
         if not signatures_reach(X, r, F, qsz, qsig, cut):
             continue
         s.n_verify += 1
         if rem == 0 and unc == 0:
-            sc = bounded_score(Q, qi, R, r, cut, d, s.sorted_c[j])
+            sc = bounded_score(Q, qi, R, X, r, cut, d, s.sorted_c[j])
         else:
-            sc = bounded_score(Q, qi, R, r, cut, -1, 0)
+            sc = bounded_score(Q, qi, R, X, r, cut, -1, 0)
         if sc <= 0.0 or sc < floor_score:
             continue
         if mode == MODE_TOPK:
@@ -787,6 +792,8 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
         if s != NULL:
             s.state = <uint32_t*>calloc(nref, sizeof(uint32_t))
             s.exact = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.tz = <int32_t*>malloc(nref * sizeof(int32_t))
+            s.sorted_z = <int32_t*>malloc(nref * sizeof(int32_t))
             s.sorted_c = <int32_t*>malloc(nref * sizeof(int32_t))
             s.fld = <int32_t*>malloc(rowcap * sizeof(int32_t))
             s.me = <int32_t*>malloc(rowcap * sizeof(int32_t))
@@ -808,6 +815,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                         or s.me == NULL
                         or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
                         or s.bucket == NULL or s.exact == NULL or s.sorted_c == NULL
+                        or s.tz == NULL or s.sorted_z == NULL
                         or s.ps == NULL or s.pe == NULL or s.qc == NULL or s.order == NULL
                         or s.ks == NULL or s.ki == NULL):
                     failed += 1
@@ -836,6 +844,8 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                 free(s.bucket)
                 free(s.exact)
                 free(s.sorted_c)
+                free(s.tz)
+                free(s.sorted_z)
                 free(s.touched)
                 free(s.ps)
                 free(s.pe)
@@ -1029,16 +1039,23 @@ def vocab_table(const uint64_t[::1] hashes):
 
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
                       int n_fields, int64_t n, int n_threads):
-    """Per reference and field: (size, token signature), reference-major."""
-    out = np.empty(2 * n_fields * n, dtype=np.int64)
+    """Per reference and field: (size, token signature, row start, row end).
+
+    Reference-major, so everything a verification needs about one reference
+    (but its tokens) sits in one or two cache lines.
+    """
+    out = np.empty(REC * n_fields * n, dtype=np.int64)
     cdef int64_t[::1] ov = out
-    cdef int64_t r, a
+    cdef int64_t r, a, o
     cdef int f
     with nogil:
         for r in prange(n, num_threads=n_threads, schedule="static"):
             for f in range(n_fields):
                 a = ip[f * (n + 1) + r]
-                ov[2 * (n_fields * r + f)] = sz[f * n + r]
-                ov[2 * (n_fields * r + f) + 1] = <int64_t>row_signature(
+                o = REC * (n_fields * r + f)
+                ov[o] = sz[f * n + r]
+                ov[o + 1] = <int64_t>row_signature(
                     &h[0] + a if h.shape[0] else NULL, ip[f * (n + 1) + r + 1] - a)
+                ov[o + 2] = a
+                ov[o + 3] = ip[f * (n + 1) + r + 1]
     return out
