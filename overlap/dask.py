@@ -1,0 +1,337 @@
+"""Max-overlap search, threshold join and dedup on a Dask ``distributed`` cluster.
+
+The references are cut into contiguous shards, each scattered to one worker;
+every worker builds an :class:`~overlap.OverlapIndex` on its shard and runs the
+same Cython kernels as the local functions (GIL released, ``n_threads`` OpenMP
+threads set explicitly).  Per-shard results carry global indices (shard offset
+added) and are merged exactly: top-k by (score descending, index ascending), so
+ties still go to the lowest reference index.  Results equal the local
+:func:`overlap.max_overlap`, :func:`overlap.overlap_join` and
+:func:`overlap.dedup` bit for bit.
+
+Needs the ``dask`` extra: ``pip install 'overlap-metrics[dask]'``.
+
+Example
+-------
+>>> from distributed import Client                       # doctest: +SKIP
+>>> client = Client("tcp://scheduler:8786")              # doctest: +SKIP
+>>> res = overlap.dask.max_overlap(test, train, client=client)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+
+from . import _dedup
+from ._progress import ProgressArg, make_progress
+from ._validation import as_fields, check_compatible, check_int, check_unit_interval, type_name
+from .dedup import DedupResult
+from .io import require
+from .search import Fields, JoinResult, MaxOverlapResult, OverlapIndex
+
+__all__ = ["max_overlap", "overlap_join", "dedup", "shard_bounds"]
+
+_TINY = float(np.nextafter(0.0, 1.0))
+
+
+# ------------------------------------------------------------- validation
+def _check_client(client: Any) -> Any:
+    distributed = require("distributed", "dask", "overlap.dask")
+    if not isinstance(client, distributed.Client):
+        raise TypeError(f"client must be a distributed.Client, got {type_name(client)}")
+    return client
+
+
+def _check_threads(n_threads: Any) -> int | None:
+    if n_threads is None:
+        return None
+    if isinstance(n_threads, bool) or not isinstance(n_threads, numbers.Integral):
+        raise TypeError(f"n_threads must be a positive int or None, got {type_name(n_threads)}")
+    if n_threads < 1:
+        raise ValueError(f"n_threads must be >= 1 on workers (or None), got {n_threads}")
+    return int(n_threads)
+
+
+def shard_bounds(n: int, n_shards: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, stop)`` row ranges of ``n_shards`` near-equal shards."""
+    n = check_int(n, "n", minimum=0)
+    n_shards = check_int(n_shards, "n_shards", minimum=1)
+    n_shards = max(1, min(n_shards, n))
+    edges = np.linspace(0, n, n_shards + 1).round().astype(np.int64)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _workers(client: Any) -> list[tuple[str, int]]:
+    info = client.scheduler_info().get("workers", {})
+    ws = sorted((addr, int(w.get("nthreads", 1))) for addr, w in info.items())
+    if not ws:
+        raise ValueError("client: the cluster has no workers")
+    return ws
+
+
+def _plan(client: Any, n: int, n_shards: int | None, n_threads: int | None):
+    """Shards, the worker each goes to, and the kernel threads each task uses."""
+    ws = _workers(client)
+    if n_shards is None:
+        n_shards = len(ws)
+    n_shards = check_int(n_shards, "n_shards", minimum=1)
+    bounds = shard_bounds(n, n_shards)
+    plan = []
+    for s, (a, b) in enumerate(bounds):
+        addr, slots = ws[s % len(ws)]
+        plan.append((a, b, addr, n_threads if n_threads is not None else max(1, slots)))
+    return plan
+
+
+# ----------------------------------------------------------- worker side
+def _take(fields: tuple, rows: np.ndarray) -> tuple:
+    return tuple(ts.take(rows) for ts in fields)
+
+
+def _shard_top_k(shard, queries, start, stop, n, top_k, min_score, self_mode, n_threads):
+    """Top-k of every query within one shard, with global reference indices."""
+    index = OverlapIndex(shard, n_threads=n_threads)
+    nq = len(queries[0])
+    score = np.zeros((nq, top_k), dtype=np.float64)
+    found = np.full((nq, top_k), -1, dtype=np.int64)
+    if self_mode:
+        inside = index.max_overlap(None, top_k=top_k, min_score=min_score, n_threads=n_threads)
+        score[start:stop], found[start:stop] = (np.reshape(inside.score, (-1, top_k)),
+                                                np.reshape(inside.index, (-1, top_k)))
+        rows = np.concatenate([np.arange(0, start), np.arange(stop, n)]).astype(np.int64)
+    else:
+        rows = np.arange(nq, dtype=np.int64)
+    if rows.shape[0]:
+        qs = queries if rows.shape[0] == nq else _take(queries, rows)
+        out = index.max_overlap(qs, top_k=top_k, min_score=min_score, n_threads=n_threads)
+        score[rows] = np.reshape(out.score, (-1, top_k))
+        found[rows] = np.reshape(out.index, (-1, top_k))
+    found[found >= 0] += start
+    return score, found
+
+
+def _merge_top_k(a, b, top_k):
+    """Exact merge of two per-query top-k lists: score desc, then index asc, -1 last."""
+    score = np.concatenate([a[0], b[0]], axis=1)
+    index = np.concatenate([a[1], b[1]], axis=1)
+    key = np.where(index < 0, np.iinfo(np.int64).max, index)
+    order = np.lexsort((key, -score), axis=1)[:, :top_k]
+    return np.take_along_axis(score, order, 1), np.take_along_axis(index, order, 1)
+
+
+def _shard_join(shard, left, start, stop, threshold, self_mode, n_threads):
+    """Pairs (left, global right) of one shard at or above the threshold."""
+    index = OverlapIndex(shard, n_threads=n_threads)
+    parts = []
+    if self_mode:  # i < j: pairs inside the shard, then every earlier row vs the shard
+        inside = index.join(None, threshold=threshold, n_threads=n_threads)
+        parts.append((inside.left + start, inside.right + start, inside.score))
+        if start:
+            before = index.join(_take(left, np.arange(start, dtype=np.int64)),
+                                threshold=threshold, n_threads=n_threads)
+            parts.append((before.left, before.right + start, before.score))
+    else:
+        out = index.join(left, threshold=threshold, n_threads=n_threads)
+        parts.append((out.left, out.right + start, out.score))
+    return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
+
+
+# ----------------------------------------------------------- client side
+def _run(client, futures, progress, desc):
+    """Wait for futures with progress; Ctrl-C cancels them and re-raises."""
+    distributed = require("distributed", "dask", "overlap.dask")
+    bar = make_progress(progress, len(futures), desc)
+    try:
+        for _ in distributed.as_completed(futures):
+            bar.update(1)
+    except BaseException:
+        client.cancel(futures)
+        raise
+    finally:
+        bar.close()
+
+
+def _scatter(client, plan, references, queries):
+    """Every shard to its worker; the queries to every worker that needs them."""
+    # scatter([x]) ships x whole (scatter would split a bare tuple of fields)
+    addrs = sorted({p[2] for p in plan})
+    q_future = client.scatter([queries], broadcast=True, workers=addrs, hash=False)[0]
+    shards = [
+        client.scatter([_take(references, np.arange(a, b, dtype=np.int64))], workers=[addr],
+                       hash=False)[0]
+        for a, b, addr, _ in plan
+    ]
+    return shards, q_future
+
+
+def max_overlap(
+    queries: Fields,
+    references: Fields | None = None,
+    *,
+    client: Any,
+    top_k: int = 1,
+    min_score: float = 0.0,
+    n_shards: int | None = None,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> MaxOverlapResult:
+    """:func:`overlap.max_overlap` with the references sharded across Dask workers.
+
+    Parameters
+    ----------
+    queries, references, top_k, min_score
+        As in :func:`overlap.max_overlap` (``references=None``: all against the
+        rest, the query itself excluded).
+    client : distributed.Client
+    n_shards : int, optional
+        Reference shards (default: one per worker); shard ``s`` goes to worker
+        ``s mod n_workers``.
+    n_threads : int, optional
+        OpenMP threads of the kernel in each shard task.  Default: the worker's
+        thread count (``nthreads``), set explicitly so that the nanny's
+        ``OMP_NUM_THREADS=1`` does not decide it.
+    progress : bool or callable
+        Counts finished shards; Ctrl-C cancels the cluster work.
+
+    Returns
+    -------
+    MaxOverlapResult
+        Identical to the local call's.
+    """
+    qfields = as_fields(queries, "queries")
+    self_mode = references is None
+    rfields = qfields if self_mode else as_fields(references, "references")
+    if not self_mode:
+        check_compatible(qfields, rfields, "queries", "references")
+    top_k = check_int(top_k, "top_k", minimum=1)
+    min_score = check_unit_interval(min_score, "min_score")
+    n_threads = _check_threads(n_threads)
+    client = _check_client(client)
+    n, nq = len(rfields[0]), len(qfields[0])
+    if n == 0 or nq == 0:
+        score, index = np.zeros((nq, top_k)), np.full((nq, top_k), -1, dtype=np.int64)
+    else:
+        plan = _plan(client, n, n_shards, n_threads)
+        shards, qf = _scatter(client, plan, rfields, qfields)
+        futures = [
+            client.submit(_shard_top_k, shard, qf, a, b, n, top_k, min_score, self_mode, nt,
+                          workers=[addr], allow_other_workers=True, pure=False)
+            for shard, (a, b, addr, nt) in zip(shards, plan)
+        ]
+        _run(client, futures, progress, "dask max_overlap")
+        level = futures
+        try:
+            while len(level) > 1:  # pairwise tree reduction on the workers
+                nxt = [client.submit(_merge_top_k, level[i], level[i + 1], top_k, pure=False)
+                       for i in range(0, len(level) - 1, 2)]
+                level = nxt + ([level[-1]] if len(level) % 2 else [])
+            score, index = level[0].result()
+        except BaseException:
+            client.cancel(level)
+            raise
+    if top_k == 1:
+        score, index = score[:, 0], index[:, 0]
+    return MaxOverlapResult(np.ascontiguousarray(score), np.ascontiguousarray(index))
+
+
+def _check_threshold(threshold: Any) -> float:
+    t = check_unit_interval(threshold, "threshold")
+    if t == 0.0:
+        raise ValueError(
+            "threshold must be > 0: at 0 every pair qualifies (n x m rows); use a small "
+            "positive threshold to list every overlapping pair"
+        )
+    return t
+
+
+def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress):
+    n = len(rfields[0])
+    empty = np.zeros(0, dtype=np.int64)
+    if n == 0 or len(lfields[0]) == 0:
+        return JoinResult(empty, empty.copy(), np.zeros(0))
+    plan = _plan(client, n, n_shards, n_threads)
+    shards, lf = _scatter(client, plan, rfields, lfields)
+    futures = [
+        client.submit(_shard_join, shard, lf, a, b, t, self_mode, nt,
+                      workers=[addr], allow_other_workers=True, pure=False)
+        for shard, (a, b, addr, nt) in zip(shards, plan)
+    ]
+    _run(client, futures, progress, "dask overlap_join")
+    parts = client.gather(futures)
+    left = np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False)
+    right = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False)
+    score = np.concatenate([p[2] for p in parts]).astype(np.float64, copy=False)
+    order = np.lexsort((right, left))
+    return JoinResult(left[order], right[order], score[order])
+
+
+def overlap_join(
+    left: Fields,
+    right: Fields | None = None,
+    *,
+    client: Any,
+    threshold: float,
+    n_shards: int | None = None,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> JoinResult:
+    """:func:`overlap.overlap_join` with ``right`` (or ``left`` for a self-join) sharded.
+
+    For a self-join (``right=None``, pairs i < j) each shard lists the pairs
+    inside it and the pairs of every earlier row with it, so every pair is
+    found exactly once.  Other parameters as in :func:`max_overlap` of this
+    module; the result equals the local call's.
+    """
+    lfields = as_fields(left, "left")
+    t = _check_threshold(threshold)
+    self_mode = right is None
+    rfields = lfields if self_mode else as_fields(right, "right")
+    if not self_mode:
+        check_compatible(lfields, rfields, "left", "right")
+    n_threads = _check_threads(n_threads)
+    client = _check_client(client)
+    return _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress)
+
+
+def dedup(
+    units: Fields,
+    *,
+    client: Any,
+    threshold: float = 0.8,
+    n_shards: int | None = None,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> DedupResult:
+    """:func:`overlap.dedup` whose threshold join runs on the cluster.
+
+    The edges (pairs with ratio > threshold) are gathered and the passes run
+    locally, as in the local function; the result is identical to it.
+    """
+    fields = as_fields(units, "units")
+    t = check_unit_interval(threshold, "threshold")
+    n_threads = _check_threads(n_threads)
+    client = _check_client(client)
+    n = len(fields[0])
+    if t >= 1.0 or n < 2:
+        left = right = np.zeros(0, dtype=np.int64)
+        score = np.zeros(0, dtype=np.float64)
+    else:
+        pairs = _join(fields, fields, True, max(t, _TINY), client, n_shards, n_threads, progress)
+        strict = pairs.score > t
+        left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
+    # the same glue as overlap.dedup: symmetric adjacency, neighbours ascending
+    src = np.concatenate([left, right])
+    dst = np.concatenate([right, left])
+    sc = np.concatenate([score, score])
+    order = np.lexsort((dst, src))
+    src, dst, sc = src[order], dst[order], sc[order]
+    adj_ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(src, minlength=n), out=adj_ptr[1:])
+    keep, kept_for, passes = _dedup.iterative_passes(
+        adj_ptr, np.ascontiguousarray(dst), np.ascontiguousarray(sc), n
+    )
+    cluster = _dedup.component_labels(np.ascontiguousarray(left), np.ascontiguousarray(right), n)
+    return DedupResult(keep, kept_for, int(passes), cluster, int(left.shape[0]))
