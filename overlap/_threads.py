@@ -55,3 +55,13 @@ def effective_n_threads(n_threads: int | None, name: str = "n_threads") -> int:
             )
         n = cores + 1 + n
     return n
+
+
+def threads_for(n_items: int, n_threads: int, min_per_thread: int = 256) -> int:
+    """Threads worth starting for ``n_items`` units of work.
+
+    Results never depend on the thread count, so small calls simply run on
+    fewer threads: a parallel region costs more than it saves on tiny inputs,
+    and OpenMP's spinning workers hurt on a loaded machine.
+    """
+    return max(1, min(n_threads, n_items // max(1, min_per_thread)))

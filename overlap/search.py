@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _index, _search
 from ._progress import ProgressArg, make_progress
-from ._threads import effective_n_threads
+from ._threads import effective_n_threads, threads_for
 from ._validation import (
     MAX_QUERY_TOKENS,
     as_fields,
@@ -103,7 +103,7 @@ class OverlapIndex:
 
     def __init__(self, references: Fields, *, n_threads: int | None = None) -> None:
         self._fields = as_fields(references, "references")
-        nt = effective_n_threads(n_threads)
+        nt = threads_for(len(self._fields[0]), effective_n_threads(n_threads), 4096)
         self._coll = _index.collection(self._fields, nt)
         self._index = _index.reference_index(self._fields, self._coll, nt)
         self._max_row = _index.max_row(self._fields)
@@ -150,7 +150,7 @@ class OverlapIndex:
             for start in range(0, n, step):
                 stop = min(n, start + step)
                 self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row,
-                                  max_mass, nt, score, index)
+                                  max_mass, threads_for(stop - start, nt, 64), score, index)
                 bar.update(stop - start)
         finally:
             bar.close()
@@ -190,7 +190,8 @@ class OverlapIndex:
             for start in range(0, n, step):
                 stop = min(n, start + step)
                 parts.append(
-                    self._index.join(qcoll, start, stop, threshold, upper, max_row, max_mass, nt)
+                    self._index.join(qcoll, start, stop, threshold, upper, max_row, max_mass,
+                                     threads_for(stop - start, nt, 64))
                 )
                 bar.update(stop - start)
         finally:
@@ -246,7 +247,7 @@ def ratio(a: Fields, b: Fields, *, n_threads: int | None = None) -> np.ndarray:
     check_compatible(fa, fb, "a", "b")
     if len(fa[0]) != len(fb[0]):
         raise ValueError(f"a and b must have the same length, got {len(fa[0])} and {len(fb[0])}")
-    nt = effective_n_threads(n_threads)
+    nt = threads_for(len(fa[0]), effective_n_threads(n_threads), 4096)
     return _search.pair_ratios(_index.collection(fa, nt), _index.collection(fb, nt), nt)
 
 

@@ -9,7 +9,7 @@ from typing import Any, Union
 import numpy as np
 
 from . import _tokenize
-from ._threads import effective_n_threads
+from ._threads import effective_n_threads, threads_for
 from ._validation import check_csr, check_int, check_seed, check_texts, type_name
 
 __all__ = ["TokenSets", "TOKENIZERS"]
@@ -113,7 +113,7 @@ class TokenSets:
         ngram = check_int(ngram, "ngram", minimum=1)
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
-        nt = effective_n_threads(n_threads)
+        nt = threads_for(len(items), effective_n_threads(n_threads), 2048)
         if isinstance(tokenizer, str):
             if tokenizer not in TOKENIZERS:
                 raise ValueError(
@@ -181,7 +181,7 @@ class TokenSets:
         ngram = check_int(ngram, "ngram", minimum=1)
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
-        nt = effective_n_threads(n_threads)
+        nt = threads_for(len(sequences), effective_n_threads(n_threads), 2048)
         if isinstance(sequences, np.ndarray) and sequences.ndim == 2:
             sequences = list(sequences)
         parts = []
