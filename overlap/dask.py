@@ -25,10 +25,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _dedup
 from ._progress import ProgressArg, make_progress
 from ._validation import as_fields, check_compatible, check_int, check_unit_interval, type_name
-from .dedup import DedupResult
+from .dedup import DedupResult, dedup_from_edges
 from .io import require
 from .search import Fields, JoinResult, MaxOverlapResult, OverlapIndex
 
@@ -322,16 +321,4 @@ def dedup(
         pairs = _join(fields, fields, True, max(t, _TINY), client, n_shards, n_threads, progress)
         strict = pairs.score > t
         left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
-    # the same glue as overlap.dedup: symmetric adjacency, neighbours ascending
-    src = np.concatenate([left, right])
-    dst = np.concatenate([right, left])
-    sc = np.concatenate([score, score])
-    order = np.lexsort((dst, src))
-    src, dst, sc = src[order], dst[order], sc[order]
-    adj_ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(src, minlength=n), out=adj_ptr[1:])
-    keep, kept_for, passes = _dedup.iterative_passes(
-        adj_ptr, np.ascontiguousarray(dst), np.ascontiguousarray(sc), n
-    )
-    cluster = _dedup.component_labels(np.ascontiguousarray(left), np.ascontiguousarray(right), n)
-    return DedupResult(keep, kept_for, int(passes), cluster, int(left.shape[0]))
+    return dedup_from_edges(left, right, score, n)

@@ -12,7 +12,7 @@ from ._threads import effective_n_threads
 from ._validation import as_fields, check_unit_interval
 from .search import Fields, OverlapIndex
 
-__all__ = ["DedupResult", "dedup", "exact_duplicates"]
+__all__ = ["DedupResult", "dedup", "dedup_from_edges", "exact_duplicates"]
 
 _TINY = float(np.nextafter(0.0, 1.0))
 
@@ -104,6 +104,21 @@ def dedup(
         )
         strict = pairs.score > t
         left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
+    return dedup_from_edges(left, right, score, n)
+
+
+def dedup_from_edges(
+    left: np.ndarray, right: np.ndarray, score: np.ndarray, n: int
+) -> DedupResult:
+    """Run the passes on the edges of the ``R > threshold`` graph.
+
+    ``left``/``right``/``score`` list every pair i < j with ratio above the
+    threshold (as the strict part of a self-join); the result is what
+    :func:`dedup` returns for the units these edges came from.
+    """
+    left = np.ascontiguousarray(left, dtype=np.int64)
+    right = np.ascontiguousarray(right, dtype=np.int64)
+    score = np.ascontiguousarray(score, dtype=np.float64)
     # symmetric adjacency, neighbours ascending within each row
     src = np.concatenate([left, right])
     dst = np.concatenate([right, left])
