@@ -109,6 +109,8 @@ ctypedef struct Scratch:
     double* ks
     int64_t* ki
     int nk
+    int64_t prev_q       # the previous query this thread handled, and its best match
+    int64_t prev_best
     int64_t n_post       # postings read
     int64_t n_touch      # candidates admitted
     int64_t n_verify     # exact verifications
@@ -239,6 +241,17 @@ cdef inline int64_t lower_bound_u64(const uint64_t* a, int64_t lo, int64_t hi,
     return lo
 
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define overlap_prefetch(p) __builtin_prefetch(p)
+    #else
+    #define overlap_prefetch(p) ((void)0)
+    #endif
+    """
+    void overlap_prefetch(const void* p) noexcept nogil
+
+
 cdef inline int popcount64(uint64_t x) noexcept nogil:
     """Set bits of x (SWAR: no libgcc call and no -mpopcnt needed)."""
     x = x - ((x >> 1) & <uint64_t>0x5555555555555555ULL)
@@ -365,6 +378,30 @@ cdef inline int64_t bounded_inter(const uint64_t* a, const uint32_t* ca, int64_t
     return c
 
 
+cdef inline int64_t bounded_inter_sets(const uint64_t* a, int64_t na, const uint64_t* b,
+                                       int64_t nb, int64_t need) noexcept nogil:
+    """|a ∩ b| of two ascending sets, or -1 once it surely stays below ``need``.
+
+    Branch-free steps (the comparisons feed the counters directly), so the
+    merge costs no mispredictions; the early exit is checked every 8 steps.
+    """
+    cdef int64_t i = 0, j = 0, c = 0, step = 0, ra, rb
+    cdef uint64_t x, y
+    while i < na and j < nb:
+        if (step & 7) == 0:
+            ra = na - i
+            rb = nb - j
+            if c + (ra if ra < rb else rb) < need:
+                return -1
+        step += 1
+        x = a[i]
+        y = b[j]
+        c += x == y
+        i += x <= y
+        j += y <= x
+    return c
+
+
 cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const Index* X,
                                  int64_t ri, double cut, int known_field,
                                  int64_t known_inter) noexcept nogil:
@@ -394,8 +431,7 @@ cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const
             inter = bounded_inter(Q.h + a0, Q.c + a0, a1 - a0, R.h + b0, R.c + b0, b1 - b0,
                                   need, qs, rs)
         else:
-            inter = bounded_inter(Q.h + a0, NULL, a1 - a0, R.h + b0, NULL, b1 - b0,
-                                  need, qs, rs)
+            inter = bounded_inter_sets(Q.h + a0, a1 - a0, R.h + b0, b1 - b0, need)
         if inter < 0:
             return 0.0
         dd = dice(inter, qs, rs)
@@ -572,11 +608,16 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1, unc = 0
     cdef int64_t qsz[8]
     cdef uint64_t qsig[8]
+    cdef const int64_t* rec
     cdef uint32_t* state = s.state
     cdef uint32_t w, fl
     cdef const int32_t* pref = X.pref
     cdef const int32_t* psize = X.psize
     cdef const int32_t* psuf = X.psuf
+    cdef const uint32_t* pcnt = X.pcnt
+    cdef int32_t* touched = s.touched
+    cdef int32_t* tz = s.tz
+    cdef int64_t pend
     cdef bint upper = exclude and mode == MODE_JOIN
     cdef bint ok
     cdef uint32_t qcount, add
@@ -641,6 +682,21 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         s.touched[nt] = <int32_t>qi
         s.tz[nt] = 0
         nt += 1
+    # a hint: consecutive queries are often consecutive samples of one dialogue,
+    # whose best matches are consecutive references too; verifying the
+    # reference after the previous query's best match first can only raise the
+    # threshold early (it never changes a result)
+    if mode == MODE_TOPK and s.prev_q == qi - 1 and s.prev_best >= 0:
+        r = s.prev_best + 1
+        if r < R.n and state[r] == 0 and not (exclude and r == qi):
+            state[r] = FLAG_DONE
+            s.touched[nt] = <int32_t>r
+            s.tz[nt] = 0
+            nt += 1
+            s.n_verify += 1
+            sc = exact_score(Q, qi, R, r, -1, 0)
+            if sc > 0.0 and sc >= floor_score:
+                topk_insert(s, k, sc, r)
     # 3. count every candidate's entries; admit new references where they can win
     for m in range(ntok):
         thr = current_threshold(s, k, floor_score)
@@ -668,40 +724,59 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         if upper:
             p0 = lower_bound_i32(pref, p0, s.pe[t], qi + 1)
         s.n_post += s.pe[t] - p0
-        for p in range(p0, s.pe[t]):
-            r = pref[p]
-            w = state[r]
-            fl = w >> 30
-            if fl == 1:
-                if X.pcnt != NULL:
-                    add = X.pcnt[p] if X.pcnt[p] < qcount else qcount
-                else:
-                    add = 1
-                w += add
-                state[r] = w
-                c = w & COUNT_MASK
-                if c > best_c:
-                    best_c = c
+        pend = s.pe[t]
+        if pcnt == NULL:
+            # sets: every entry adds 1 (the hot loop; pointers held in locals)
+            for p in range(p0, pend):
+                r = pref[p]
+                w = state[r]
+                if (w >> 30) == 1:
+                    w += 1
+                    state[r] = w
+                    if <int64_t>(w & COUNT_MASK) > best_c:
+                        best_c = w & COUNT_MASK
+                        best_r = r
+                    continue
+                if w != 0:
+                    continue
+                e = psuf[p]
+                z = psize[p]
+                x = e if e < rem else rem
+                if 2.0 * <double>x < cut * <double>(q + z):
+                    continue
+                touched[nt] = <int32_t>r
+                tz[nt] = <int32_t>z
+                nt += 1
+                state[r] = FLAG_CANDIDATE | 1
+                if best_c < 1:
+                    best_c = 1
                     best_r = r
-                continue
-            if fl != 0:
-                continue
-            e = psuf[p]
-            z = psize[p]
-            x = e if e < rem else rem
-            if 2.0 * <double>x < cut * <double>(q + z):
-                continue
-            s.touched[nt] = <int32_t>r
-            s.tz[nt] = <int32_t>z
-            nt += 1
-            if X.pcnt != NULL:
-                add = X.pcnt[p] if X.pcnt[p] < qcount else qcount
-            else:
-                add = 1
-            state[r] = FLAG_CANDIDATE | add
-            if add > best_c:
-                best_c = add
-                best_r = r
+        else:
+            for p in range(p0, pend):
+                r = pref[p]
+                w = state[r]
+                add = pcnt[p] if pcnt[p] < qcount else qcount
+                if (w >> 30) == 1:
+                    w += add
+                    state[r] = w
+                    if <int64_t>(w & COUNT_MASK) > best_c:
+                        best_c = w & COUNT_MASK
+                        best_r = r
+                    continue
+                if w != 0:
+                    continue
+                e = psuf[p]
+                z = psize[p]
+                x = e if e < rem else rem
+                if 2.0 * <double>x < cut * <double>(q + z):
+                    continue
+                touched[nt] = <int32_t>r
+                tz[nt] = <int32_t>z
+                nt += 1
+                state[r] = FLAG_CANDIDATE | add
+                if add > best_c:
+                    best_c = add
+                    best_r = r
         rem -= qcount
         if mode == MODE_TOPK and best_r >= 0 and (state[best_r] >> 30) == 1:
             # verify the best partial match now: raises the threshold early
@@ -718,6 +793,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     for x in range(q + 1):
         s.bucket[x] = 0
     nc = 0
+    thr = current_threshold(s, k, floor_score)
+    cut = thr * (1.0 - 1e-12)
     for j in range(nt):
         r = s.touched[j]
         w = state[r]
@@ -725,11 +802,13 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         if (w >> 30) == 1:
             c = (w & COUNT_MASK) + rem + unc
             z = s.tz[j]
-            s.tz[nc] = <int32_t>z
             if c > z:
                 c = z
             if c > q:
                 c = q
+            if 2.0 * <double>c < cut * <double>(q + z):
+                continue  # cannot reach the threshold any more
+            s.tz[nc] = <int32_t>z
             s.touched[nc] = <int32_t>r
             s.ubound[nc] = <int32_t>c
             s.bucket[c] += 1
@@ -750,6 +829,14 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     thr = current_threshold(s, k, floor_score)
     cut = thr * (1.0 - 1e-12)
     for j in range(nc):
+        # the records and rows of the next candidates are random reads: ask
+        # for them ahead of time
+        if j + 16 < nc:
+            overlap_prefetch(X.rrec + REC * F * s.sorted[j + 16])
+        if j + 8 < nc:
+            rec = X.rrec + REC * F * s.sorted[j + 8]
+            for f in range(F):
+                overlap_prefetch(R.h + rec[REC * f + 2])
         r = s.sorted[j]
         c = s.sorted_u[j]
         if 2.0 * <double>c < cut * <double>(q + c):
@@ -808,6 +895,8 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
             s.order = <uint64_t*>malloc(rowcap * sizeof(uint64_t))
             s.ks = <double*>malloc(k * sizeof(double))
             s.ki = <int64_t*>malloc(k * sizeof(int64_t))
+            s.prev_q = -2
+            s.prev_best = -1
         tid = omp_get_thread_num()
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=16):
@@ -822,6 +911,8 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                     continue
                 search_one(Q, qi, R, X, mode, k, floor_score, exclude, s,
                            &bufs[tid] if mode == MODE_JOIN else NULL)
+                s.prev_q = qi
+                s.prev_best = s.ki[0] if s.nk > 0 else -1
                 if mode == MODE_TOPK:
                     for e in range(k):
                         if e < s.nk:

@@ -59,20 +59,15 @@ cdef inline double dice(int64_t inter, int64_t size_a, int64_t size_b) noexcept 
 
 cdef inline int64_t intersect_sets(const uint64_t* a, int64_t na,
                                    const uint64_t* b, int64_t nb) noexcept nogil:
-    """|a ∩ b| for two ascending, duplicate-free arrays."""
+    """|a ∩ b| for two ascending, duplicate-free arrays (branch-free steps)."""
     cdef int64_t i = 0, j = 0, c = 0
     cdef uint64_t x, y
     while i < na and j < nb:
         x = a[i]
         y = b[j]
-        if x == y:
-            c += 1
-            i += 1
-            j += 1
-        elif x < y:
-            i += 1
-        else:
-            j += 1
+        c += x == y
+        i += x <= y
+        j += y <= x
     return c
 
 cdef inline int64_t intersect_bags(const uint64_t* a, const uint32_t* ca, int64_t na,

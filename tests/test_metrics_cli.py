@@ -126,10 +126,10 @@ def test_module_entry_point_runs(tmp_path):
     gold = tmp_path / "g.txt"
     gold.write_text("S1\t1\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "metrics", "ccks", "--track", "sent",
-                           str(gold), str(gold)], capture_output=True, text=True, cwd=REPO)
+                           str(gold), str(gold)], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 0 and "f1         1.000000" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "metrics"], capture_output=True, text=True,
-                          cwd=REPO)
+                          cwd=tmp_path)
     assert proc.returncode == 2
 
 
