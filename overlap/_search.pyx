@@ -34,7 +34,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.math cimport floor
 
 from overlap._openmp cimport omp_get_thread_num
-from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64
+from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64, sort_u64
 
 cnp.import_array()
 
@@ -515,26 +515,6 @@ cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept 
     return 0
 
 
-cdef inline void sort_keys(uint64_t* a, int64_t n) noexcept nogil:
-    cdef int64_t i, j
-    cdef uint64_t v
-    if n > 48:
-        qsort(a, n, sizeof(uint64_t), cmp_u64)
-        return
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > v:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
-
-
-cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
-    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
-    return (x > y) - (x < y)
-
-
 cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
                                     int64_t key) noexcept nogil:
     cdef int64_t mid
@@ -674,7 +654,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
             # the index's rank order (document frequency, then hash)
             s.order[ntok] = (<uint64_t>X.rank[pos] << 24) | <uint64_t>ntok
             ntok += 1
-    sort_keys(s.order, ntok)
+    sort_u64(s.order, ntok)
     q = qsz[d]
     if exclude and mode == MODE_TOPK and qi < R.n:
         # the query itself is never a candidate (marked done, reset with the rest)

@@ -2,6 +2,7 @@
 # sorted-merge intersections and the Dice ratio from integer counts.
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t
+from libc.stdlib cimport qsort
 
 # The fixed constants of the hash functions.  Changing any of them changes every
 # stored hash, so they are part of the on-disk contract of TokenSets.
@@ -88,3 +89,24 @@ cdef inline int64_t intersect_bags(const uint64_t* a, const uint32_t* ca, int64_
         else:
             j += 1
     return c
+
+
+cdef inline int cmp_u64(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+    """Sort ascending: insertion sort for short arrays (rows), qsort otherwise."""
+    cdef int64_t i, j
+    cdef uint64_t v
+    if n > 32:
+        qsort(a, n, sizeof(uint64_t), cmp_u64)
+        return
+    for i in range(1, n):
+        v = a[i]
+        j = i - 1
+        while j >= 0 and a[j] > v:
+            a[j + 1] = a[j]
+            j -= 1
+        a[j + 1] = v

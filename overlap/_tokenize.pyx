@@ -10,10 +10,10 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdint cimport uint64_t, int64_t, uint32_t, uint8_t, uintptr_t
-from libc.stdlib cimport qsort
+
 
 from overlap._sets cimport (
-    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step,
+    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step, sort_u64,
 )
 
 cnp.import_array()
@@ -179,26 +179,6 @@ def hash_ids(const uint64_t[::1] ids, uint64_t seed, int n_threads):
         for i in prange(n, num_threads=n_threads, schedule="static"):
             ov[i] = hash_id(ids[i], seed)
     return out
-
-
-cdef int cmp_u64(const void* a, const void* b) noexcept nogil:
-    cdef uint64_t x = (<const uint64_t*>a)[0], y = (<const uint64_t*>b)[0]
-    return (x > y) - (x < y)
-
-
-cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
-    cdef int64_t i, j
-    cdef uint64_t v
-    if n > 32:
-        qsort(a, n, sizeof(uint64_t), cmp_u64)
-        return
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > v:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
 
 
 cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,

@@ -176,3 +176,18 @@ def check_compatible(left: tuple, right: tuple, lname: str, rname: str) -> None:
         raise ValueError(
             f"{lname} and {rname} must both be sets or both multisets (multiset=...)"
         )
+
+
+def row_indices(rows: Any, n: int, what: str) -> np.ndarray:
+    """Integer indices (negative ones wrap) or a boolean mask -> int64 positions in [0, n)."""
+    idx = np.asarray(rows)
+    if idx.dtype == np.bool_:
+        if idx.shape != (n,):
+            raise ValueError(f"a boolean mask for rows must have shape ({n},), got {idx.shape}")
+        return np.flatnonzero(idx)
+    if idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise TypeError(f"rows must be integer indices or a boolean mask, got {idx.dtype}")
+    idx = idx.astype(np.int64, copy=False).ravel()
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"rows out of range for {n} {what}")
+    return idx % max(n, 1)

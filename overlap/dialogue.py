@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, type_name
+from ._validation import check_int, row_indices, type_name
 
 __all__ = [
     "EOU",
@@ -105,20 +105,7 @@ class Samples:
 
     def take(self, rows) -> Samples:
         """A new Samples holding ``rows`` (indices or a boolean mask), in that order."""
-        idx = np.asarray(rows)
-        if idx.dtype == np.bool_:
-            if idx.shape != (len(self),):
-                raise ValueError(
-                    f"a boolean mask for rows must have shape ({len(self)},), got {idx.shape}"
-                )
-            idx = np.flatnonzero(idx)
-        elif idx.size and not np.issubdtype(idx.dtype, np.integer):
-            raise TypeError(f"rows must be integer indices or a boolean mask, got {idx.dtype}")
-        idx = idx.astype(np.int64, copy=False).ravel()
-        n = len(self)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"rows out of range for {n} samples")
-        idx = idx % max(n, 1)
+        idx = row_indices(rows, len(self), "samples")
         return Samples(
             [self.context[i] for i in idx],
             [self.response[i] for i in idx],

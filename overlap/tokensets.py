@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _tokenize
 from ._threads import effective_n_threads, threads_for
-from ._validation import check_csr, check_int, check_seed, check_texts, type_name
+from ._validation import check_csr, check_int, check_seed, check_texts, row_indices, type_name
 
 __all__ = ["TokenSets", "TOKENIZERS"]
 
@@ -277,20 +277,7 @@ class TokenSets:
 
     def take(self, rows: Any) -> TokenSets:
         """A new TokenSets holding ``rows`` (indices or a boolean mask), in that order."""
-        idx = np.asarray(rows)
-        if idx.dtype == np.bool_:
-            if idx.shape != (len(self),):
-                raise ValueError(
-                    f"a boolean mask for rows must have shape ({len(self)},), got {idx.shape}"
-                )
-            idx = np.flatnonzero(idx)
-        elif idx.size and not np.issubdtype(idx.dtype, np.integer):
-            raise TypeError(f"rows must be integer indices or a boolean mask, got {idx.dtype}")
-        idx = idx.astype(np.int64, copy=False).ravel()
-        n = len(self)
-        if idx.size and (idx.min() < -n or idx.max() >= n):
-            raise IndexError(f"rows out of range for {n} token sets")
-        idx = idx % max(n, 1)
+        idx = row_indices(rows, len(self), "token sets")
         starts = self._indptr[idx]
         lens = self._indptr[idx + 1] - starts
         indptr = np.zeros(idx.shape[0] + 1, dtype=np.int64)
