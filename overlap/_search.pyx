@@ -39,12 +39,16 @@ from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64, sort_u6
 cnp.import_array()
 
 cdef enum:
+    # 64-bit words per token signature (256 bits: nearly collision-free on short rows)
+    SIGW = 4
+
+cdef enum:
     MODE_TOPK = 0
     MODE_JOIN = 1
 
 cdef enum:
-    # int64 slots per reference and field in Index.rrec: size, signature, start, end
-    REC = 4
+    # int64 slots per reference and field in Index.rrec: size, start, end, signature
+    REC = 3 + SIGW
 
 cdef enum:
     # candidates verified before a long posting is scanned
@@ -136,7 +140,7 @@ cdef class Collection:
         self.c.fp = &fp[0] if fp.shape[0] else NULL
 
     def records(self, int n_threads):
-        """Per row and field: (size, token signature), row-major (see can_reach)."""
+        """Per row and field: size, row bounds and token signature (see can_reach)."""
         ip, h, cnt, sz, fp = self._keep
         return reference_records(ip, h, sz, self.c.F, self.c.n, n_threads)
 
@@ -260,20 +264,19 @@ cdef inline int popcount64(uint64_t x) noexcept nogil:
     return <int>((x * <uint64_t>0x0101010101010101ULL) >> 56)
 
 
-cdef inline uint64_t token_bit(uint64_t h) noexcept nogil:
-    return (<uint64_t>1) << (fmix64(h) >> 58)
-
-
-cdef inline uint64_t row_signature(const uint64_t* h, int64_t n) noexcept nogil:
-    """OR of one bit per token: 2|x ∩ y| <= |x| + |y| - popcount(sig_x ^ sig_y)."""
-    cdef uint64_t sig = 0
+cdef inline void row_signature(const uint64_t* h, int64_t n, uint64_t* sig) noexcept nogil:
+    """One bit per token out of SIGW*64: 2|x ∩ y| <= |x| + |y| - popcount(sig_x ^ sig_y)."""
     cdef int64_t i
+    cdef uint64_t g
+    cdef int w
+    for w in range(SIGW):
+        sig[w] = 0
     for i in range(n):
-        sig |= token_bit(h[i])
-    return sig
+        g = fmix64(h[i])
+        sig[g >> 62] |= (<uint64_t>1) << ((g >> 56) & 63)
 
 
-cdef inline bint can_reach(int64_t qs, uint64_t qsig, int64_t rs, uint64_t rsig,
+cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const uint64_t* rsig,
                            double cut) noexcept nogil:
     """False when the Dice ratio of the two rows is surely below ``cut``.
 
@@ -281,7 +284,10 @@ cdef inline bint can_reach(int64_t qs, uint64_t qsig, int64_t rs, uint64_t rsig,
     missing on the other, so 2*inter <= qs + rs - popcount(qsig ^ rsig); the
     length filter 2*inter <= 2*min(qs, rs) is folded in.
     """
-    cdef int64_t ub2 = qs + rs - popcount64(qsig ^ rsig)
+    cdef int64_t ub2 = qs + rs
+    cdef int w
+    for w in range(SIGW):
+        ub2 -= popcount64(qsig[w] ^ rsig[w])
     cdef int64_t m2 = 2 * (qs if qs < rs else rs)
     if m2 < ub2:
         ub2 = m2
@@ -290,11 +296,12 @@ cdef inline bint can_reach(int64_t qs, uint64_t qsig, int64_t rs, uint64_t rsig,
 
 cdef inline bint signatures_reach(const Index* X, int64_t r, int F, const int64_t* qsz,
                                   const uint64_t* qsig, double cut) noexcept nogil:
-    """can_reach for every field of reference r (one cache line per reference)."""
+    """can_reach for every field of reference r (its records are contiguous)."""
     cdef const int64_t* rec = X.rrec + REC * F * r
     cdef int f
     for f in range(F):
-        if not can_reach(qsz[f], qsig[f], rec[REC * f], <uint64_t>rec[REC * f + 1], cut):
+        if not can_reach(qsz[f], qsig + SIGW * f, rec[REC * f],
+                         <const uint64_t*>(rec + REC * f + 3), cut):
             return False
     return True
 
@@ -418,8 +425,8 @@ cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const
         a0 = Q.ip[f * (Q.n + 1) + qi]
         a1 = Q.ip[f * (Q.n + 1) + qi + 1]
         rs = rec[REC * f]
-        b0 = rec[REC * f + 2]
-        b1 = rec[REC * f + 3]
+        b0 = rec[REC * f + 1]
+        b1 = rec[REC * f + 2]
         qs = Q.sz[f * Q.n + qi]
         # the smallest count that is not surely below the cut
         need = <int64_t>(cut * <double>(qs + rs) * 0.5)
@@ -587,7 +594,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
     cdef int64_t t, m, ntok, p, p0, j, r, nt = 0, nc, cost, best_cost = -1
     cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1, unc = 0
     cdef int64_t qsz[8]
-    cdef uint64_t qsig[8]
+    cdef uint64_t qsig[8 * SIGW]
     cdef const int64_t* rec
     cdef uint32_t* state = s.state
     cdef uint32_t w, fl
@@ -610,7 +617,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         if qsz[f] == 0:
             return
         qa = Q.ip[f * (Q.n + 1) + qi]
-        qsig[f] = row_signature(Q.h + qa, Q.ip[f * (Q.n + 1) + qi + 1] - qa)
+        row_signature(Q.h + qa, Q.ip[f * (Q.n + 1) + qi + 1] - qa, qsig + SIGW * f)
     # 1. exact duplicate: score 1.0 at the lowest identical reference
     if mode == MODE_TOPK and k == 1 and X.nfp > 0:
         key = Q.fp[qi]
@@ -816,7 +823,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         if j + 8 < nc:
             rec = X.rrec + REC * F * s.sorted[j + 8]
             for f in range(F):
-                overlap_prefetch(R.h + rec[REC * f + 2])
+                overlap_prefetch(R.h + rec[REC * f + 1])
         r = s.sorted[j]
         c = s.sorted_u[j]
         if 2.0 * <double>c < cut * <double>(q + c):
@@ -1110,7 +1117,7 @@ def vocab_table(const uint64_t[::1] hashes):
 
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
                       int n_fields, int64_t n, int n_threads):
-    """Per reference and field: (size, token signature, row start, row end).
+    """Per reference and field: (size, row start, row end, token signature words).
 
     Reference-major, so everything a verification needs about one reference
     (but its tokens) sits in one or two cache lines.
@@ -1125,8 +1132,8 @@ def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_
                 a = ip[f * (n + 1) + r]
                 o = REC * (n_fields * r + f)
                 ov[o] = sz[f * n + r]
-                ov[o + 1] = <int64_t>row_signature(
-                    &h[0] + a if h.shape[0] else NULL, ip[f * (n + 1) + r + 1] - a)
-                ov[o + 2] = a
-                ov[o + 3] = ip[f * (n + 1) + r + 1]
+                ov[o + 1] = a
+                ov[o + 2] = ip[f * (n + 1) + r + 1]
+                row_signature(&h[0] + a if h.shape[0] else NULL, ip[f * (n + 1) + r + 1] - a,
+                              <uint64_t*>&ov[o + 3])
     return out
