@@ -749,6 +749,7 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
         return lab.item() if hasattr(lab, "item") else lab
 
     results, sizes = {}, {}
+    easy = False
     if method == "pearson":
         mom = _grouped_pearson_moments(x, y, codes, base, n_slots, nt)
         present = np.flatnonzero(mom[:, 0] > 0)
@@ -788,8 +789,40 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
                 results[lab] = cls(math.nan, math.nan, int(b - a), method, alternative)
                 continue
             results[lab] = func(x[idx], y[idx], **kw)
-    overall = func(x, y, **kw)
+    overall = None
+    if method == "pearson" and results and easy and x.shape[0] > SMALL_N:
+        overall = _pooled_pearson(mom[present], alternative)
+    if overall is None:
+        overall = func(x, y, **kw)
     return GroupedResult(results, overall, method, sizes)
+
+
+def _pooled_pearson(mom, alternative):
+    """Pearson over all rows from the groups' co-moments (Chan's merge), or None.
+
+    Saves a second pass over the data; None when the pooled moments do not pass
+    the same well-conditioning checks as the per-group ones.
+    """
+    cnt, mx, my, sxx, syy, sxy = (float(v) for v in mom[0])
+    for c2, mx2, my2, sxx2, syy2, sxy2 in mom[1:]:
+        n = cnt + c2
+        dx, dy = mx2 - mx, my2 - my
+        f = cnt * c2 / n
+        sxx += sxx2 + dx * dx * f
+        syy += syy2 + dy * dy * f
+        sxy += sxy2 + dx * dy * f
+        mx += dx * c2 / n
+        my += dy * c2 / n
+        cnt = n
+    cnt = int(cnt)
+    ok = (all(math.isfinite(v) for v in (sxx, syy, sxy))
+          and 1e-280 < sxx < 1e280 and 1e-280 < syy < 1e280
+          and math.sqrt(sxx) > 1e-6 * abs(mx) * math.sqrt(cnt)
+          and math.sqrt(syy) > 1e-6 * abs(my) * math.sqrt(cnt))
+    if not ok:
+        return None
+    r = _r_from_moments(sxx, syy, sxy)
+    return PearsonResult(r, _pearson_pvalue(r, cnt, alternative), cnt, "pearson", alternative)
 
 
 # ----------------------------------------------------------------- bootstrap

@@ -303,6 +303,20 @@ def test_grouped_matches_per_group(rng):
         assert res.table()[-1][0] == "overall"
 
 
+@pytest.mark.parametrize("shift, scale", [(0.0, 1.0), (3e9, 1e6), (-7.5, 1e-3)])
+def test_grouped_pooled_pearson_matches_scipy(rng, shift, scale):
+    # n above the small-sample path: the overall comes from merged group moments
+    n = 20_000
+    x = rng.normal(size=n) * scale + shift
+    y = 0.3 * x + rng.normal(size=n) * scale
+    groups = rng.integers(0, 7, n)
+    res = metrics.grouped(x, y, groups)
+    want = ss.pearsonr(x, y)
+    assert abs(res.overall.statistic - want.statistic) <= 1e-12
+    assert abs(res.overall.pvalue - want.pvalue) <= 1e-12
+    assert res.overall.n == n
+
+
 def test_grouped_large_int_codes_and_threads(rng):
     n = 200_000
     x = rng.normal(size=n) + 5
