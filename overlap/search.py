@@ -84,6 +84,22 @@ def _chunks(n: int, n_threads: int) -> int:
     return max(2048 * n_threads, -(-n // 64))
 
 
+def _run_chunks(run, n: int, nt: int, progress: ProgressArg, desc: str) -> None:
+    """Call ``run(start, stop, threads)`` chunk by chunk, updating progress.
+
+    Ctrl-C raises between chunks, when control is back in Python.
+    """
+    bar = make_progress(progress, n, desc)
+    step = _chunks(n, nt)
+    try:
+        for start in range(0, n, step):
+            stop = min(n, start + step)
+            run(start, stop, threads_for(stop - start, nt, 64))
+            bar.update(stop - start)
+    finally:
+        bar.close()
+
+
 class OverlapIndex:
     """An inverted index over reference token sets, reusable across queries.
 
@@ -115,6 +131,24 @@ class OverlapIndex:
     def n_fields(self) -> int:
         return len(self._fields)
 
+    def _prepare(self, queries, qname: str, rname: str, nt: int):
+        """(collection, n, against_self, max_row, max_mass) for a query set.
+
+        ``queries=None`` means the references themselves (all vs rest, or the
+        self-join's upper triangle).
+        """
+        if queries is None:
+            qfields, qcoll, against_self = self._fields, self._coll, True
+        else:
+            qfields = as_fields(queries, qname)
+            check_compatible(qfields, self._fields, qname, rname)
+            qcoll = _index.collection(qfields, nt)
+            against_self = False
+        max_row = max(self._max_row, _index.max_row(qfields))
+        max_mass = _index.max_mass(qfields)
+        _check_query_rows(max_row, len(qfields), qname, max_mass)
+        return qcoll, len(qfields[0]), against_self, max_row, max_mass
+
     def max_overlap(
         self,
         queries: Fields | None = None,
@@ -131,29 +165,15 @@ class OverlapIndex:
         top_k = check_int(top_k, "top_k", minimum=1)
         min_score = check_unit_interval(min_score, "min_score")
         nt = effective_n_threads(n_threads)
-        if queries is None:
-            qfields, qcoll, exclude = self._fields, self._coll, True
-        else:
-            qfields = as_fields(queries, "queries")
-            check_compatible(qfields, self._fields, "queries", "references")
-            qcoll = _index.collection(qfields, nt)
-            exclude = False
-        n = len(qfields[0])
+        qcoll, n, exclude, max_row, max_mass = self._prepare(queries, "queries", "references", nt)
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
-        max_row = max(self._max_row, _index.max_row(qfields))
-        max_mass = _index.max_mass(qfields)
-        _check_query_rows(max_row, len(qfields), "queries", max_mass)
-        bar = make_progress(progress, n, "max_overlap")
-        step = _chunks(n, nt)
-        try:
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row,
-                                  max_mass, threads_for(stop - start, nt, 64), score, index)
-                bar.update(stop - start)
-        finally:
-            bar.close()
+
+        def run(start: int, stop: int, threads: int) -> None:
+            self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, max_mass,
+                              threads, score, index)
+
+        _run_chunks(run, n, nt, progress, "max_overlap")
         if top_k == 1:
             score, index = score[:, 0], index[:, 0]
         return MaxOverlapResult(score, index)
@@ -172,30 +192,14 @@ class OverlapIndex:
         """
         threshold = _check_join_threshold(threshold)
         nt = effective_n_threads(n_threads)
-        if queries is None:
-            qfields, qcoll, upper = self._fields, self._coll, True
-        else:
-            qfields = as_fields(queries, "left")
-            check_compatible(qfields, self._fields, "left", "right")
-            qcoll = _index.collection(qfields, nt)
-            upper = False
-        n = len(qfields[0])
-        max_row = max(self._max_row, _index.max_row(qfields))
-        max_mass = _index.max_mass(qfields)
-        _check_query_rows(max_row, len(qfields), "left", max_mass)
-        bar = make_progress(progress, n, "overlap_join")
+        qcoll, n, upper, max_row, max_mass = self._prepare(queries, "left", "right", nt)
         parts = []
-        step = _chunks(n, nt)
-        try:
-            for start in range(0, n, step):
-                stop = min(n, start + step)
-                parts.append(
-                    self._index.join(qcoll, start, stop, threshold, upper, max_row, max_mass,
-                                     threads_for(stop - start, nt, 64))
-                )
-                bar.update(stop - start)
-        finally:
-            bar.close()
+
+        def run(start: int, stop: int, threads: int) -> None:
+            parts.append(self._index.join(qcoll, start, stop, threshold, upper, max_row,
+                                          max_mass, threads))
+
+        _run_chunks(run, n, nt, progress, "overlap_join")
         if parts:
             left = np.concatenate([p[0] for p in parts])
             right = np.concatenate([p[1] for p in parts])
