@@ -7,6 +7,8 @@ generators plant what they claim.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import string
 import sys
 from fractions import Fraction
@@ -23,11 +25,27 @@ import overlap
 from overlap import TokenSets
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:  # bench/ is a package next to tests/, not installed
-    sys.path.insert(0, str(REPO))
 
-from bench import _peers as peers  # noqa: E402
-from bench import _workload as wl  # noqa: E402
+
+def _load_bench_package():
+    """Import bench/ (a package next to tests/, not installed) by its path.
+
+    The repository root is deliberately not put on sys.path: there it would
+    shadow the installed, compiled ``overlap`` and ``metrics`` with their
+    uncompiled sources.
+    """
+    if "bench" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "bench", REPO / "bench" / "__init__.py",
+            submodule_search_locations=[str(REPO / "bench")],
+        )
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench"] = module
+        spec.loader.exec_module(module)
+    return importlib.import_module("bench._peers"), importlib.import_module("bench._workload")
+
+
+peers, wl = _load_bench_package()
 
 
 def _random_ids(rng, n, vocab, max_len, empty_rate=0.1):
