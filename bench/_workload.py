@@ -357,8 +357,7 @@ class Workload:
 
 
 def _concat(a: TokenSets, b: TokenSets) -> TokenSets:
-    indptr = np.concatenate([a.indptr, b.indptr[1:] + a.indptr[-1]])
-    return TokenSets.from_csr(indptr, np.concatenate([a.hashes, b.hashes]))
+    return TokenSets.concat([a, b])
 
 
 @functools.lru_cache(maxsize=None)

@@ -275,6 +275,37 @@ class TokenSets:
         i = int(i) % n
         return self._hashes[self._indptr[i]:self._indptr[i + 1]]
 
+    @classmethod
+    def concat(cls, parts: Sequence[TokenSets]) -> TokenSets:
+        """Stack collections row-wise (e.g. test and validation queries as one).
+
+        Parameters
+        ----------
+        parts : sequence of TokenSets
+            All sets or all multisets.  Hashes are only comparable when the
+            parts were built with the same tokenizer and seed.
+
+        Returns
+        -------
+        TokenSets
+        """
+        if isinstance(parts, TokenSets) or not isinstance(parts, Sequence):
+            raise TypeError(f"parts must be a sequence of TokenSets, got {type_name(parts)}")
+        for i, ts in enumerate(parts):
+            if not isinstance(ts, TokenSets):
+                raise TypeError(f"parts[{i}] must be a TokenSets, got {type_name(ts)}")
+        if not parts:
+            return cls._trusted(np.zeros(1, np.int64), np.zeros(0, np.uint64), None)
+        if len({ts.multiset for ts in parts}) > 1:
+            raise ValueError("parts mix sets and multisets (multiset=True/False)")
+        offsets = np.cumsum([0] + [ts.nnz for ts in parts[:-1]])
+        indptr = np.concatenate(
+            [parts[0].indptr[:1]] + [ts.indptr[1:] + off for ts, off in zip(parts, offsets)]
+        )
+        hashes = np.concatenate([ts.hashes for ts in parts])
+        counts = np.concatenate([ts.counts for ts in parts]) if parts[0].multiset else None
+        return cls._trusted(indptr, hashes, counts)
+
     def take(self, rows: Any) -> TokenSets:
         """A new TokenSets holding ``rows`` (indices or a boolean mask), in that order."""
         idx = row_indices(rows, len(self), "token sets")

@@ -245,3 +245,21 @@ def test_take_and_row():
     np.testing.assert_array_equal(ts.take(np.array([False, True, False])).row(0), ts.row(1))
     with pytest.raises(IndexError):
         ts.row(3)
+
+
+def test_concat_stacks_rows():
+    a = TokenSets.from_texts(["a b", ""])
+    b = TokenSets.from_texts(["c", "a b"])
+    both = TokenSets.concat([a, b])
+    assert len(both) == 4
+    for i, (src, j) in enumerate([(a, 0), (a, 1), (b, 0), (b, 1)]):
+        np.testing.assert_array_equal(both.row(i), src.row(j))
+    bags = TokenSets.concat([TokenSets.from_texts(["x x"], multiset=True)] * 2)
+    assert bags.counts.tolist() == [2, 2] and bags.sizes.tolist() == [2, 2]
+    assert len(TokenSets.concat([])) == 0
+    with pytest.raises(ValueError, match="multisets"):
+        TokenSets.concat([a, TokenSets.from_texts(["x"], multiset=True)])
+    with pytest.raises(TypeError, match=r"parts\[1\]"):
+        TokenSets.concat([a, "b"])
+    with pytest.raises(TypeError, match="parts"):
+        TokenSets.concat(a)
