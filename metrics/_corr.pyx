@@ -457,16 +457,3 @@ def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
             out[s, 3] = 0; out[s, 4] = 0; out[s, 5] = 0
             for c in range(n_chunks):
                 _merge_moments(&out[s, 0], &parts[c, s, 0])
-
-
-def int_range(const int64_t[::1] v):
-    """(min, max) of a non-empty int64 array."""
-    cdef Py_ssize_t n = v.shape[0], i
-    cdef int64_t lo = v[0], hi = v[0]
-    with nogil:
-        for i in range(1, n):
-            if v[i] < lo:
-                lo = v[i]
-            elif v[i] > hi:
-                hi = v[i]
-    return lo, hi

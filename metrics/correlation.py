@@ -678,7 +678,7 @@ def _factorize(groups, n):
         raise ValueError("x, y and groups must not be empty")
     if g.dtype.kind in "iub":
         codes = np.ascontiguousarray(g, dtype=np.int64)
-        lo, hi = _corr.int_range(codes)
+        lo, hi = int(codes.min()), int(codes.max())  # numpy's SIMD min/max
         if hi - lo < max(4 * n, 1024):
             return codes, int(lo), None, int(hi - lo + 1)
     if g.dtype.kind == "f" and np.isnan(g).any():
