@@ -11,6 +11,7 @@ from libc.math cimport sqrt, NAN
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from libc.stdint cimport int64_t, uint64_t
+from metrics._merge cimport merge_count
 
 cdef extern from *:
     """
@@ -175,26 +176,6 @@ def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
         raise MemoryError("bootstrap: could not allocate per-thread scratch")
 
 
-cdef int64_t _merge_count_int(int* src, int* dst, Py_ssize_t lo, Py_ssize_t mid,
-                              Py_ssize_t hi) noexcept nogil:
-    cdef Py_ssize_t i = lo, j = mid, k = lo
-    cdef int64_t inv = 0
-    while i < mid and j < hi:
-        if src[j] < src[i]:
-            dst[k] = src[j]
-            inv += mid - i
-            j += 1
-        else:
-            dst[k] = src[i]
-            i += 1
-        k += 1
-    while i < mid:
-        dst[k] = src[i]; i += 1; k += 1
-    while j < hi:
-        dst[k] = src[j]; j += 1; k += 1
-    return inv
-
-
 cdef int64_t _inversions_serial(int* a, int* buf, Py_ssize_t n) noexcept nogil:
     cdef Py_ssize_t width = 1, lo, mid, hi
     cdef int64_t total = 0
@@ -210,7 +191,7 @@ cdef int64_t _inversions_serial(int* a, int* buf, Py_ssize_t n) noexcept nogil:
             hi = lo + 2 * width
             if hi > n:
                 hi = n
-            total += _merge_count_int(src, dst, lo, mid, hi)
+            total += merge_count(src, dst, lo, mid, hi)
             lo = hi
         tmp = src; src = dst; dst = tmp
         width *= 2

@@ -11,6 +11,7 @@ from libc.math cimport sqrt, floor, isnan
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uint64_t
+from metrics._merge cimport merge_count, real_or_int
 
 from overlap._openmp cimport omp_get_thread_num
 
@@ -20,11 +21,6 @@ cdef enum:
     CHUNK = 4096        # doubles per co-moment chunk (x and y fit in L1/L2)
     TABLE_SIDE = 64     # levels per axis in the small-integer fast path
     TABLE_HALF = 31     # the first value sits at this offset of the table
-
-
-ctypedef fused real_or_int:
-    double
-    int
 
 
 # ---------------------------------------------------------------- co-moments
@@ -275,27 +271,6 @@ cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
     return (u > w) - (u < w)
 
 
-cdef int64_t _merge_count(real_or_int* src, real_or_int* dst, Py_ssize_t lo,
-                          Py_ssize_t mid, Py_ssize_t hi) noexcept nogil:
-    """Merge src[lo:mid] and src[mid:hi] into dst; return strict inversions."""
-    cdef Py_ssize_t i = lo, j = mid, k = lo
-    cdef int64_t inv = 0
-    while i < mid and j < hi:
-        if src[j] < src[i]:
-            dst[k] = src[j]
-            inv += mid - i
-            j += 1
-        else:
-            dst[k] = src[i]
-            i += 1
-        k += 1
-    while i < mid:
-        dst[k] = src[i]; i += 1; k += 1
-    while j < hi:
-        dst[k] = src[j]; j += 1; k += 1
-    return inv
-
-
 cdef int64_t _insertion_count(real_or_int* a, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
     cdef Py_ssize_t i, j
     cdef real_or_int v
@@ -341,7 +316,7 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
             hi = lo + 2 * width
             if hi > n:
                 hi = n
-            total += _merge_count(src, dst, lo, mid, hi)
+            total += merge_count(src, dst, lo, mid, hi)
         tmp = src
         src = dst
         dst = tmp
