@@ -383,25 +383,17 @@ cdef int64_t _merge_segment(const uint32_t* src, uint32_t* dst, Py_ssize_t lo,
     return _merge_two(A, na, B, i0, i1, i2, k0, k1, k2, dst + lo + k0)
 
 
-cdef int64_t _sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogil:
-    """Serial: sort a[0:n] in place and return its strict inversions.
+cdef int64_t _merge_passes(uint32_t* a, uint32_t* buf, Py_ssize_t n,
+                          Py_ssize_t width) noexcept nogil:
+    """Merge sorted runs of ``width`` bottom-up until a[0:n] is sorted (in place).
 
-    Blocks of BLOCK elements are sorted one after the other (each in cache),
-    then merged bottom-up.
+    Returns the strict inversions counted by the merges.
     """
-    cdef Py_ssize_t lo, mid, hi, width
+    cdef Py_ssize_t lo, mid, hi
     cdef int64_t inv = 0
     cdef uint32_t* src = a
     cdef uint32_t* dst = buf
     cdef uint32_t* tmp
-    lo = 0
-    while lo < n:
-        hi = lo + BLOCK
-        if hi > n:
-            hi = n
-        inv += _block_sort_count(a + lo, buf + lo, hi - lo)
-        lo = hi
-    width = BLOCK
     while width < n:
         lo = 0
         while lo < n:
@@ -420,6 +412,23 @@ cdef int64_t _sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogi
     return inv
 
 
+cdef int64_t _sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogil:
+    """Serial: sort a[0:n] in place and return its strict inversions.
+
+    Blocks of BLOCK elements are sorted one after the other (each in cache),
+    then merged bottom-up.
+    """
+    cdef Py_ssize_t lo = 0, hi
+    cdef int64_t inv = 0
+    while lo < n:
+        hi = lo + BLOCK
+        if hi > n:
+            hi = n
+        inv += _block_sort_count(a + lo, buf + lo, hi - lo)
+        lo = hi
+    return inv + _merge_passes(a, buf, n, BLOCK)
+
+
 cdef int64_t _count_inversions(uint32_t* a, uint32_t* buf, Py_ssize_t n,
                                int n_threads) noexcept nogil:
     """Sort a[0:n] ascending (in place) and return its strict inversions.
@@ -430,11 +439,8 @@ cdef int64_t _count_inversions(uint32_t* a, uint32_t* buf, Py_ssize_t n,
     barrier, so a descheduled thread on a busy machine stalls the others at
     most once.  Integer counts: the thread count cannot change the result.
     """
-    cdef Py_ssize_t pieces = 1, piece, q, lo, mid, hi, width
+    cdef Py_ssize_t pieces = 1, piece, q, lo, hi
     cdef int64_t total = 0
-    cdef uint32_t* src = a
-    cdef uint32_t* dst = buf
-    cdef uint32_t* tmp
     if n_threads <= 1 or n < 4 * BLOCK:
         return _sort_count(a, buf, n)
     while pieces < 2 * n_threads:
@@ -447,23 +453,7 @@ cdef int64_t _count_inversions(uint32_t* a, uint32_t* buf, Py_ssize_t n,
             hi = n
         if lo < hi:
             total += _sort_count(a + lo, buf + lo, hi - lo)
-    width = piece
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = lo + width
-            if mid > n:
-                mid = n
-            hi = lo + 2 * width
-            if hi > n:
-                hi = n
-            total += _merge_segment(src, dst, lo, mid, hi, 0, hi - lo)
-            lo = hi
-        tmp = src; src = dst; dst = tmp
-        width *= 2
-    if src != a:
-        memcpy(a, src, n * sizeof(uint32_t))
-    return total
+    return total + _merge_passes(a, buf, n, piece)
 
 
 def count_inversions(uint32_t[::1] a, int n_threads):
