@@ -16,11 +16,30 @@ OVERLAP_ONLY
     Developer convenience: build only the modules whose dotted name starts with
     one of these comma-separated prefixes (e.g. ``metrics`` or
     ``overlap._search``), for a quick ``build_ext --inplace``.
+OVERLAP_BUILD_JOBS
+    How many extension modules to compile at once (default: the usable cores;
+    an explicit ``build_ext -j N`` wins).
+
+The usual ``CC``, ``CFLAGS``, ``CPPFLAGS`` and ``LDFLAGS`` apply to the OpenMP
+probe exactly as to the modules, so a sanitizer build
+(``CFLAGS=-fsanitize=address,undefined LDFLAGS=-fsanitize=address,undefined``)
+keeps OpenMP.
+
+Compiled once
+-------------
+Each ``.pyx`` is translated to C only when its content, the shared ``.pxd``
+files, the directives, or the Cython/numpy versions changed (a content
+fingerprint under ``build/cython-fingerprints/``; pip builds in the source
+tree, so a second ``pip install ".[test]"`` reuses the first one's work), and
+each module is compiled only when its C file or its compile/link flags changed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -39,6 +58,28 @@ PACKAGES = ("overlap", "metrics")
 
 def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+def _env_flags(*names: str) -> list[str]:
+    """The user's flags from the environment (e.g. CFLAGS), split like a shell."""
+    return [flag for name in names for flag in shlex.split(os.environ.get(name, ""))]
+
+
+def build_jobs() -> int:
+    """Default number of modules compiled at once: OVERLAP_BUILD_JOBS or the usable cores."""
+    value = os.environ.get("OVERLAP_BUILD_JOBS", "").strip()
+    if value:
+        try:
+            jobs = int(value)
+        except ValueError:
+            raise SystemExit(f"OVERLAP_BUILD_JOBS must be a positive integer, got {value!r}")
+        if jobs < 1:
+            raise SystemExit(f"OVERLAP_BUILD_JOBS must be a positive integer, got {value!r}")
+        return jobs
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def compiler_directives() -> dict:
@@ -86,11 +127,18 @@ def openmp_flags(compiler) -> tuple[list[str], list[str]]:
         src = os.path.join(tmp, "probe.c")
         with open(src, "w") as fh:
             fh.write(source)
+        # The compile command already carries CFLAGS/CPPFLAGS (distutils adds
+        # them), but the executable linker gets neither CFLAGS nor LDFLAGS,
+        # while the modules' linker gets both: add them here, or a flag such as
+        # -fsanitize=address makes the probe fail to link and OpenMP silently
+        # disappears from a build that supports it.
+        user_link = [] if ctype == "msvc" else _env_flags("LDFLAGS", "CFLAGS", "CPPFLAGS")
         for cflags, lflags in candidates:
             try:
                 objs = compiler.compile([src], output_dir=tmp, extra_postargs=cflags)
                 compiler.link_executable(
-                    objs, "probe", output_dir=tmp, extra_postargs=lflags or cflags
+                    objs, "probe", output_dir=tmp,
+                    extra_postargs=(lflags or cflags) + user_link,
                 )
             except Exception:  # compile or link failed: try the next flag set
                 continue
@@ -101,7 +149,39 @@ def openmp_flags(compiler) -> tuple[list[str], list[str]]:
 
 
 class BuildExtWithOpenMP(build_ext):
-    """build_ext that probes for OpenMP once and adds the flags it found."""
+    """build_ext that probes for OpenMP once, adds the flags it found, compiles
+    the modules in parallel and skips those whose C file and flags are unchanged."""
+
+    def finalize_options(self):
+        if self.parallel is None:
+            self.parallel = build_jobs()
+        super().finalize_options()
+
+    def build_extension(self, ext):
+        # distutils rebuilds a module only when a source is newer than it; also
+        # rebuild when the flags changed (a debug or sanitizer build must not
+        # reuse optimised objects, nor the other way round).
+        key = json.dumps(
+            {
+                "compile": ext.extra_compile_args,
+                "link": ext.extra_link_args,
+                "macros": ext.define_macros,
+                "compiler": getattr(self.compiler, "compiler_so", None),
+                "linker": getattr(self.compiler, "linker_so", None),
+                "env": {k: os.environ.get(k) for k in ("CC", "CFLAGS", "CPPFLAGS", "LDFLAGS", "LDSHARED")},
+                "numpy": np.__version__,
+                "python": sys.version,
+            },
+            sort_keys=True,
+        )
+        stamp = Path(self.build_temp) / "flags" / f"{ext.name}.json"
+        target = Path(self.get_ext_fullpath(ext.name))
+        old = stamp.read_text() if stamp.is_file() else None
+        if old != key and target.exists() and not self.force:
+            target.unlink()
+        super().build_extension(ext)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(key)
 
     def build_extensions(self):
         if _truthy("OVERLAP_DISABLE_OPENMP"):
@@ -109,7 +189,9 @@ class BuildExtWithOpenMP(build_ext):
             print("overlap-metrics: OpenMP disabled by OVERLAP_DISABLE_OPENMP")
         else:
             cflags, lflags = openmp_flags(self.compiler)
-            if not cflags:
+            if cflags:
+                print(f"overlap-metrics: OpenMP found (compile {cflags}, link {lflags})")
+            else:
                 bar = "*" * 72
                 warnings.warn(
                     f"\n{bar}\noverlap-metrics: the compiler has no working OpenMP.\n"
@@ -124,30 +206,72 @@ class BuildExtWithOpenMP(build_ext):
         for ext in self.extensions:
             ext.extra_compile_args = list(ext.extra_compile_args) + opt + cflags + extra
             ext.extra_link_args = list(ext.extra_link_args) + lflags
+        print(f"overlap-metrics: compiling {len(self.extensions)} modules, {self.parallel} at a time")
         super().build_extensions()
 
 
+def _fingerprint(pyx: Path, directives: dict) -> str:
+    """Everything the generated C of one module depends on, hashed."""
+    import Cython
+
+    h = hashlib.sha256()
+    h.update(json.dumps([Cython.__version__, np.__version__, directives], sort_keys=True).encode())
+    for path in [pyx] + sorted(p for pkg in PACKAGES for p in (HERE / pkg).glob("*.pxd")):
+        h.update(str(path.relative_to(HERE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def extensions() -> list[Extension]:
+    """One Extension per .pyx; translate to C only the modules whose inputs changed."""
     only = [p for p in os.environ.get("OVERLAP_ONLY", "").split(",") if p.strip()]
-    exts = []
+    directives = compiler_directives()
+    annotate = _truthy("OVERLAP_CYTHON_ANNOTATE")
+    stamps = HERE / "build" / "cython-fingerprints"
+    fresh, stale, prints = [], [], {}
     for pkg in PACKAGES:
         for pyx in sorted((HERE / pkg).glob("*.pyx")):
             name = f"{pkg}.{pyx.stem}"
             if only and not any(name.startswith(p.strip()) for p in only):
                 continue
-            exts.append(
-                Extension(
-                    name,
-                    [os.path.relpath(pyx, HERE)],
-                    include_dirs=[np.get_include()],
-                    define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                )
+            c_file = pyx.with_suffix(".c")
+            fp = _fingerprint(pyx, directives)
+            stamp = stamps / name
+            up_to_date = (
+                not annotate
+                and c_file.is_file()
+                and stamp.is_file()
+                and stamp.read_text() == fp
             )
-    return cythonize(
-        exts,
-        compiler_directives=compiler_directives(),
-        annotate=_truthy("OVERLAP_CYTHON_ANNOTATE"),
-    )
+            source = c_file if up_to_date else pyx
+            ext = Extension(
+                name,
+                [os.path.relpath(source, HERE)],
+                include_dirs=[np.get_include()],
+                define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+            )
+            if up_to_date:
+                fresh.append(ext)
+            else:
+                stale.append(ext)
+                prints[name] = fp
+    if stale:
+        print(f"overlap-metrics: translating {len(stale)} of {len(stale) + len(fresh)} modules to C")
+        # Cython runs its workers through multiprocessing; only fork is safe
+        # from inside a build backend.
+        import multiprocessing
+
+        nthreads = build_jobs() if multiprocessing.get_start_method() == "fork" else 0
+        stale = cythonize(
+            stale,
+            compiler_directives=directives,
+            annotate=annotate,
+            force=True,
+            nthreads=nthreads if len(stale) > 1 else 0,
+        )
+        stamps.mkdir(parents=True, exist_ok=True)
+        for name, fp in prints.items():
+            (stamps / name).write_text(fp)
+    return sorted(fresh + stale, key=lambda e: e.name)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExtWithOpenMP})
