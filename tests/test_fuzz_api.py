@@ -359,3 +359,27 @@ def test_absurd_n_threads_is_rejected_or_capped_in_a_subprocess(call):
                           timeout=300)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", (
         f"exit {proc.returncode}: {proc.stderr[-2000:]}")
+
+
+class _LowerToInt(str):
+    def lower(self):
+        return 12345
+
+
+class _LowerToBytes(str):
+    def lower(self):
+        return b"x" * 100
+
+
+@pytest.mark.xfail(strict=True, reason="issue 9 item 2: from_texts hands `t.lower()` of a str "
+                   "subclass to the kernel unchecked; the kernel hashes whatever came back")
+@pytest.mark.parametrize("cls", [_LowerToInt, _LowerToBytes])
+def test_str_subclass_is_hashed_as_its_value_or_rejected(cls):
+    plain = TokenSets.from_texts(["a", "Bcd efg"])
+    try:
+        odd = TokenSets.from_texts(["a", cls("Bcd efg")])
+    except TypeError as exc:
+        assert _names(str(exc), "texts"), exc
+        return
+    np.testing.assert_array_equal(odd.indptr, plain.indptr)
+    np.testing.assert_array_equal(odd.hashes, plain.hashes)
