@@ -77,8 +77,10 @@ class JoinResult:
 #: Seconds of work one kernel call aims at: Ctrl-C and progress are handled
 #: between calls, so a long search stops within about this long.
 CHUNK_SECONDS = 0.2
-# queries per thread in the first call (one dynamic chunk of the query loop)
-_FIRST_PER_THREAD = 16
+# queries a thread takes at a time in the kernel's query loop (``run_queries``);
+# every call holds at least this many per thread, so a call of heavy rows lasts
+# at least 16 queries' time on one thread (0.1-0.5 s for 300-token rows)
+_QUERIES_PER_GRAB = 16
 
 
 def query_work(fields: tuple) -> np.ndarray:
@@ -107,24 +109,27 @@ def _run_chunks(
 ) -> None:
     """Call ``run(start, stop, threads)`` on consecutive query chunks, updating progress.
 
-    ``work`` is :func:`query_work` of the queries.  The first chunk is small;
-    each next one holds the work the previous ones ran at in ``seconds`` (at
-    most four times the last chunk's), so every call returns to Python soon and
-    Ctrl-C raises between calls whatever the rows' lengths.  Results never
-    depend on the chunking: every query writes only its own output.
+    ``work`` is :func:`query_work` of the queries.  The first chunk holds 16
+    queries per thread; each next one holds the work the previous one ran at in
+    ``seconds`` (at most four times its work, at least 16 queries per thread),
+    so every call returns to Python soon and Ctrl-C raises between calls
+    whatever the rows' lengths.  Results never depend on the chunking: every
+    query writes only its own output.
     """
     n = int(work.shape[0]) - 1
     nt = threads_for(n, nt, 64)
+    # the kernel hands out queries 16 at a time: fewer per call would idle threads
+    least = _QUERIES_PER_GRAB * nt
     bar = make_progress(progress, n, desc)
     start = 0
     budget = -1.0  # work units per call; unknown before the first call
     try:
         while start < n:
             if budget < 0:
-                stop = min(n, start + _FIRST_PER_THREAD * nt)
+                stop = min(n, start + least)
             else:
                 stop = int(np.searchsorted(work, work[start] + budget, side="right")) - 1
-                stop = min(n, max(stop, start + 1))
+                stop = min(n, max(stop, start + least))
             t0 = clock()
             run(start, stop, min(nt, stop - start))
             elapsed = clock() - t0

@@ -431,10 +431,14 @@ def test_a_forked_child_runs_serially_instead_of_hanging():
     r = run_python("""
         import os, sys, time, warnings
         import numpy as np
+        import metrics
         from overlap import TokenSets, max_overlap
         ts = TokenSets.from_texts([f"w{i % 97} w{i % 89} w{i % 83}" for i in range(20000)],
                                   n_threads=2)
         first = max_overlap(ts, n_threads=2)  # runs a two-thread team in the parent
+        x = np.random.default_rng(0).random(200000)
+        y = x + np.random.default_rng(1).random(200000)
+        r_parent = metrics.pearson(x, y, n_threads=2).statistic
         pid = os.fork()
         if pid == 0:
             code = 1
@@ -445,8 +449,10 @@ def test_a_forked_child_runs_serially_instead_of_hanging():
                                                   for i in range(20000)], n_threads=2)
                     second = max_overlap(again, n_threads=2)
                     max_overlap(again, n_threads=None)
-                forked = [x for x in w if "fork" in str(x.message)]
-                ok = (np.array_equal(second.index, first.index) and len(forked) == 1)
+                    r_child = metrics.pearson(x, y, n_threads=2).statistic
+                forked = [m for m in w if "fork" in str(m.message)]
+                ok = (np.array_equal(second.index, first.index) and len(forked) == 1
+                      and r_child == r_parent)
                 code = 0 if ok else 3
             finally:
                 os._exit(code)
