@@ -18,11 +18,12 @@ from .search import (
     overlap_join,
     ratio,
 )
-from .tokensets import TOKENIZERS, TokenSets
+from .tokensets import TOKENIZERS, Provenance, TokenSets
 
 __all__ = [
     "TokenSets",
     "TOKENIZERS",
+    "Provenance",
     "OverlapIndex",
     "MaxOverlapResult",
     "JoinResult",

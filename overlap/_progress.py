@@ -54,12 +54,22 @@ class _TextBar:
             sys.stderr.flush()
 
 
+def check_progress(progress: ProgressArg) -> ProgressArg:
+    """Validate a ``progress`` argument before any work starts; return it."""
+    if progress is None or isinstance(progress, bool) or callable(progress):
+        return progress
+    raise TypeError(
+        f"progress must be a bool or a callable f(done, total), got {type(progress).__name__}"
+    )
+
+
 def make_progress(progress: ProgressArg, total: int, desc: str):
     """An object with ``update(n)`` and ``close()``.
 
     ``progress`` may be False/None (silent), True (a tqdm bar on stderr, or a
     plain text line when tqdm is missing) or a callable ``f(done, total)``.
     """
+    check_progress(progress)
     if progress is None or progress is False:
         return _Silent()
     if callable(progress):
@@ -70,6 +80,4 @@ def make_progress(progress: ProgressArg, total: int, desc: str):
         except ImportError:
             return _TextBar(total, desc)
         return tqdm(total=total, desc=desc, unit="query", leave=False, dynamic_ncols=True)
-    raise TypeError(
-        f"progress must be a bool or a callable f(done, total), got {type(progress).__name__}"
-    )
+    raise AssertionError("unreachable: check_progress accepted it")  # pragma: no cover

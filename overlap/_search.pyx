@@ -969,7 +969,7 @@ def row_fingerprints(const int64_t[::1] ip, const uint64_t[::1] h, const uint32_
     cdef int f
     cdef uint64_t g
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule="static"):
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             g = <uint64_t>0x2545f4914f6cdd1dULL
             for f in range(n_fields):
                 a0 = ip[f * (n + 1) + i]
@@ -1127,7 +1127,7 @@ def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_
     cdef int64_t r, a, o
     cdef int f
     with nogil:
-        for r in prange(n, num_threads=n_threads, schedule="static"):
+        for r in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             for f in range(n_fields):
                 a = ip[f * (n + 1) + r]
                 o = REC * (n_fields * r + f)

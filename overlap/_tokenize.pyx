@@ -133,6 +133,8 @@ def scan_texts(list texts, int mode, uint64_t seed, int n_threads):
     cdef object s
     for i in range(n):
         s = texts[i]
+        if type(s) is not str:  # the scan reads code points: exact str only
+            raise TypeError(f"texts[{i}] must be exactly str, got {type(s).__name__}")
         ptrs[i] = <uint64_t><uintptr_t>PyUnicode_DATA(s)
         kinds[i] = <uint8_t>PyUnicode_KIND(s)
         lens[i] = PyUnicode_GET_LENGTH(s)
@@ -147,10 +149,12 @@ def scan_texts(list texts, int mode, uint64_t seed, int n_threads):
     cdef const int64_t[::1] sv = slot
     cdef const uint8_t[::1] kv = kinds
     cdef int64_t[::1] cv = counts
+    # a pointer, not &bufv[sv[i]]: an empty last string starts one past the end
+    cdef uint64_t* bp = &bufv[0]
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=256):
             cv[i] = scan_one(kv[i], <const void*><uintptr_t>pv[i], lv[i], mode, basis,
-                             &bufv[sv[i]])
+                             bp + sv[i])
     return compact(slot, counts, buf, n_threads)
 
 
@@ -164,7 +168,7 @@ def compact(const int64_t[::1] slot, const int64_t[::1] counts, const uint64_t[:
     cdef const int64_t[::1] ip = indptr
     cdef uint64_t[::1] ov = out
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule="static"):
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             for k in range(counts[i]):
                 ov[ip[i] + k] = buf[slot[i] + k]
     return indptr, out
@@ -176,7 +180,7 @@ def hash_ids(const uint64_t[::1] ids, uint64_t seed, int n_threads):
     out = np.empty(n, dtype=np.uint64)
     cdef uint64_t[::1] ov = out
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule="static"):
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=65536):
             ov[i] = hash_id(ids[i], seed)
     return out
 
@@ -241,7 +245,7 @@ def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngr
     cdef uint64_t[::1] ov = out
     cdef uint32_t[::1] oc = out_cnt
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule="static"):
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             for k in range(lv[i]):
                 ov[ip[i] + k] = wv[indptr[i] + k]
                 if multiset:

@@ -2,34 +2,41 @@
 
 Checks run in the Python layer before any kernel, never modify their inputs, and
 name the argument that was wrong together with what was expected and what came.
+
+A leaf module: it imports nothing from ``overlap`` (checks of TokenSets fields
+live in ``overlap._fields``).
 """
 
 from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 
-#: Most fields a sample may have (the kernels keep per-field state on the stack).
-MAX_FIELDS = 8
 #: Most tokens one query row may hold, over all its fields.
 MAX_QUERY_TOKENS = (1 << 24) - 1
+#: Largest value of an argument the kernels take as a C ``int``.
+MAX_C_INT = (1 << 31) - 1
 
 
 def type_name(x: Any) -> str:
     return type(x).__name__
 
 
-def check_int(value: Any, name: str, *, minimum: int | None = None) -> int:
+def check_int(
+    value: Any, name: str, *, minimum: int | None = None, maximum: int | None = None
+) -> int:
+    """An int (not a bool) in ``[minimum, maximum]``; the bounds are optional."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type_name(value)}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
     return value
 
 
@@ -58,8 +65,23 @@ def check_texts(texts: Any, name: str = "texts") -> list[str]:
     except TypeError:
         raise TypeError(f"{name} must be a sequence of str, got {type_name(texts)}") from None
     for i, t in enumerate(out):
-        if not isinstance(t, str):
-            raise TypeError(f"{name}[{i}] must be str, got {type_name(t)}")
+        if type(t) is not str:
+            if not isinstance(t, str):
+                raise TypeError(f"{name}[{i}] must be str, got {type_name(t)}")
+            out[i] = exact_str(t)
+    return out
+
+
+def exact_str(s: str) -> str:
+    """The value of a ``str`` (or str subclass) as an exact ``str``.
+
+    Kernels read a string's code points directly, so they are only ever handed
+    objects whose type is exactly ``str``; a subclass's overridden methods are
+    never called.
+    """
+    out = str.__str__(s)
+    if type(out) is not str:  # pragma: no cover - CPython always copies
+        out = "".join(out)
     return out
 
 
@@ -83,13 +105,31 @@ def as_int_array(x: Any, name: str, *, ndim: int = 1) -> np.ndarray:
     return arr
 
 
+def as_uint64_values(x: Any, name: str = "hashes") -> np.ndarray:
+    """``np.asarray(x)``, but a list of Python ints beyond int64 stays exact.
+
+    numpy turns ``[1, 2**63]`` into float64, which would round hashes; a list
+    or tuple of ints becomes uint64 instead (ValueError outside ``[0, 2**64)``).
+    """
+    arr = np.asarray(x)
+    if arr.dtype.kind in "fO" and isinstance(x, (list, tuple)) and x and all(
+        isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x
+    ):
+        if min(x) < 0:
+            raise ValueError(f"{name} must be non-negative (they are stored as uint64)")
+        if max(x) >= 2**64:
+            raise ValueError(f"{name} must be < 2**64, got {max(x)}")
+        return np.array([int(v) for v in x], dtype=np.uint64)
+    return arr
+
+
 def check_csr(indptr: Any, hashes: Any, counts: Any = None):
     """Validate raw CSR arrays of token sets; return contiguous copies/views."""
     ip = as_int_array(indptr, "indptr")
     if ip.size == 0:
         raise ValueError("indptr must have at least one element (n_rows + 1)")
     ip = np.ascontiguousarray(ip, dtype=np.int64)
-    h = np.asarray(hashes)
+    h = as_uint64_values(hashes)
     if h.ndim != 1:
         raise ValueError(f"hashes must be 1-dimensional, got shape {h.shape}")
     if h.size and not np.issubdtype(h.dtype, np.integer):
@@ -132,50 +172,6 @@ def check_csr(indptr: Any, hashes: Any, counts: Any = None):
             raise ValueError("counts must be in [1, 2**32 - 1]")
         c = np.ascontiguousarray(c, dtype=np.uint32)
     return ip, h, c
-
-
-def as_fields(x: Any, name: str) -> tuple:
-    """One TokenSets, or a non-empty sequence of equally long TokenSets (fields)."""
-    from .tokensets import TokenSets
-
-    if isinstance(x, TokenSets):
-        return (x,)
-    if isinstance(x, (str, bytes)) or not isinstance(x, Sequence):
-        raise TypeError(
-            f"{name} must be a TokenSets or a sequence of TokenSets (one per field), "
-            f"got {type_name(x)}"
-        )
-    fields = tuple(x)
-    if not fields:
-        raise ValueError(f"{name} must have at least one field, got an empty sequence")
-    if len(fields) > MAX_FIELDS:
-        raise ValueError(f"{name}: at most {MAX_FIELDS} fields are supported, got {len(fields)}")
-    for f, ts in enumerate(fields):
-        if not isinstance(ts, TokenSets):
-            raise TypeError(f"{name}[{f}] must be a TokenSets, got {type_name(ts)}")
-    n = len(fields[0])
-    for f, ts in enumerate(fields):
-        if len(ts) != n:
-            raise ValueError(
-                f"{name}: every field must have the same number of rows; field 0 has "
-                f"{n}, field {f} has {len(ts)}"
-            )
-    kinds = {ts.multiset for ts in fields}
-    if len(kinds) > 1:
-        raise ValueError(f"{name}: fields mix sets and multisets (multiset=True/False)")
-    return fields
-
-
-def check_compatible(left: tuple, right: tuple, lname: str, rname: str) -> None:
-    if len(left) != len(right):
-        raise ValueError(
-            f"{lname} has {len(left)} field(s) but {rname} has {len(right)}; "
-            "they must have the same fields"
-        )
-    if left[0].multiset != right[0].multiset:
-        raise ValueError(
-            f"{lname} and {rname} must both be sets or both multisets (multiset=...)"
-        )
 
 
 def row_indices(rows: Any, n: int, what: str) -> np.ndarray:

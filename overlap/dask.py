@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, make_progress
-from ._validation import as_fields, check_compatible, check_int, check_unit_interval, type_name
+from ._validation import check_int, check_unit_interval, type_name
 from .dedup import DedupResult, dedup_from_edges
 from .io import require
 from .search import Fields, JoinResult, MaxOverlapResult, OverlapIndex

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _dedup, _index, _search
-from ._progress import ProgressArg
+from ._progress import ProgressArg, check_progress
 from ._threads import effective_n_threads
-from ._validation import as_fields, check_unit_interval
+from ._fields import as_fields
+from ._validation import check_unit_interval
 from .search import Fields, OverlapIndex
 
 __all__ = ["DedupResult", "dedup", "dedup_from_edges", "exact_duplicates"]
@@ -93,13 +94,14 @@ def dedup(
     """
     fields = as_fields(units, "units")
     t = check_unit_interval(threshold, "threshold")
+    check_progress(progress)
     nt = effective_n_threads(n_threads)
     n = len(fields[0])
     if t >= 1.0 or n < 2:
         left = right = np.zeros(0, dtype=np.int64)
         score = np.zeros(0, dtype=np.float64)
     else:
-        pairs = OverlapIndex(fields, n_threads=nt).join(
+        pairs = OverlapIndex._build(fields, "units", nt, as_queries=True).join(
             None, threshold=max(t, _TINY), n_threads=nt, progress=progress
         )
         strict = pairs.score > t

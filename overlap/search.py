@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Union
 
 import numpy as np
 
 from . import _index, _search
-from ._progress import ProgressArg, make_progress
+from ._fields import as_fields, check_compatible
+from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
-from ._validation import (
-    MAX_QUERY_TOKENS,
-    as_fields,
-    check_compatible,
-    check_int,
-    check_unit_interval,
-)
+from ._validation import MAX_C_INT, MAX_QUERY_TOKENS, check_int, check_unit_interval
 from .tokensets import TokenSets
 
 __all__ = [
@@ -78,24 +74,70 @@ class JoinResult:
         return int(self.left.shape[0])
 
 
-def _chunks(n: int, n_threads: int) -> int:
-    # large enough that every thread has plenty of queries per call, small enough
-    # for responsive progress bars and Ctrl-C (checked between chunks)
-    return max(2048 * n_threads, -(-n // 64))
+#: Seconds of work one kernel call aims at: Ctrl-C and progress are handled
+#: between calls, so a long search stops within about this long.
+CHUNK_SECONDS = 0.2
+# queries a thread takes at a time in the kernel's query loop (``run_queries``);
+# every call holds at least this many per thread, so a call of heavy rows lasts
+# at least 16 queries' time on one thread (0.1-0.5 s for 300-token rows)
+_QUERIES_PER_GRAB = 16
 
 
-def _run_chunks(run, n: int, nt: int, progress: ProgressArg, desc: str) -> None:
-    """Call ``run(start, stop, threads)`` chunk by chunk, updating progress.
+def query_work(fields: tuple) -> np.ndarray:
+    """Cumulative estimated work of the queries: ``work[i]`` before query ``i``.
 
-    Ctrl-C raises between chunks, when control is back in Python.
+    A query's work is its number of tokens over all fields, plus one.
     """
+    n = len(fields[0])
+    per = np.ones(n, dtype=np.int64)
+    for ts in fields:
+        per += np.diff(ts.indptr)
+    work = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(per, out=work[1:])
+    return work
+
+
+def _run_chunks(
+    run: Callable[[int, int, int], None],
+    work: np.ndarray,
+    nt: int,
+    progress: ProgressArg,
+    desc: str,
+    *,
+    seconds: float = CHUNK_SECONDS,
+    clock: Callable[[], float] = time.perf_counter,
+) -> None:
+    """Call ``run(start, stop, threads)`` on consecutive query chunks, updating progress.
+
+    ``work`` is :func:`query_work` of the queries.  The first chunk holds 16
+    queries per thread; each next one holds the work the previous one ran at in
+    ``seconds`` (at most four times its work, at least 16 queries per thread),
+    so every call returns to Python soon and Ctrl-C raises between calls
+    whatever the rows' lengths.  Results never depend on the chunking: every
+    query writes only its own output.
+    """
+    n = int(work.shape[0]) - 1
+    nt = threads_for(n, nt, 64)
+    # the kernel hands out queries 16 at a time: fewer per call would idle threads
+    least = _QUERIES_PER_GRAB * nt
     bar = make_progress(progress, n, desc)
-    step = _chunks(n, nt)
+    start = 0
+    budget = -1.0  # work units per call; unknown before the first call
     try:
-        for start in range(0, n, step):
-            stop = min(n, start + step)
-            run(start, stop, threads_for(stop - start, nt, 64))
+        while start < n:
+            if budget < 0:
+                stop = min(n, start + least)
+            else:
+                stop = int(np.searchsorted(work, work[start] + budget, side="right")) - 1
+                stop = min(n, max(stop, start + least))
+            t0 = clock()
+            run(start, stop, min(nt, stop - start))
+            elapsed = clock() - t0
+            done = float(work[stop] - work[start])
+            rate_budget = done * seconds / elapsed if elapsed > 0 else 4.0 * done
+            budget = max(1.0, min(rate_budget, 4.0 * done))
             bar.update(stop - start)
+            start = stop
     finally:
         bar.close()
 
@@ -118,11 +160,29 @@ class OverlapIndex:
     """
 
     def __init__(self, references: Fields, *, n_threads: int | None = None) -> None:
-        self._fields = as_fields(references, "references")
-        nt = threads_for(len(self._fields[0]), effective_n_threads(n_threads), 4096)
-        self._coll = _index.collection(self._fields, nt)
-        self._index = _index.reference_index(self._fields, self._coll, nt)
-        self._max_row = _index.max_row(self._fields)
+        self._init(as_fields(references, "references"), "references",
+                   effective_n_threads(n_threads))
+
+    @classmethod
+    def _build(cls, fields: tuple, name: str, nt: int, *, as_queries: bool = False):
+        """An index over checked ``fields``; errors about them name ``name``.
+
+        ``as_queries``: the rows will also be searched as queries (all vs rest,
+        self-join), so the query limits are checked before anything is built.
+        """
+        self = object.__new__(cls)
+        self._init(fields, name, nt, as_queries)
+        return self
+
+    def _init(self, fields: tuple, name: str, nt: int, as_queries: bool = False) -> None:
+        self._fields = fields
+        self._name = name
+        self._max_row = _index.max_row(fields)
+        _check_rows(self._max_row, len(fields), name,
+                    _index.max_mass(fields) if as_queries else 0)
+        nt = threads_for(len(fields[0]), nt, 4096)
+        self._coll = _index.collection(fields, nt)
+        self._index = _index.reference_index(fields, self._coll, nt)
 
     def __len__(self) -> int:
         return len(self._fields[0])
@@ -132,22 +192,27 @@ class OverlapIndex:
         return len(self._fields)
 
     def _prepare(self, queries, qname: str, rname: str, nt: int):
-        """(collection, n, against_self, max_row, max_mass) for a query set.
+        """(collection, work, against_self, max_row, max_mass) for a query set.
+
+        ``work`` is :func:`query_work` of the queries (its length is n + 1).
 
         ``queries=None`` means the references themselves (all vs rest, or the
         self-join's upper triangle).
         """
         if queries is None:
             qfields, qcoll, against_self = self._fields, self._coll, True
+            q_row = self._max_row
+            _check_rows(q_row, len(qfields), self._name, _index.max_mass(qfields))
         else:
             qfields = as_fields(queries, qname)
             check_compatible(qfields, self._fields, qname, rname)
-            qcoll = _index.collection(qfields, nt)
+            q_row = _index.max_row(qfields)
+            _check_rows(q_row, len(qfields), qname, _index.max_mass(qfields))
+            qcoll = _index.collection(qfields, threads_for(len(qfields[0]), nt, 4096))
             against_self = False
-        max_row = max(self._max_row, _index.max_row(qfields))
+        max_row = max(self._max_row, q_row)
         max_mass = _index.max_mass(qfields)
-        _check_query_rows(max_row, len(qfields), qname, max_mass)
-        return qcoll, len(qfields[0]), against_self, max_row, max_mass
+        return qcoll, query_work(qfields), against_self, max_row, max_mass
 
     def max_overlap(
         self,
@@ -162,10 +227,14 @@ class OverlapIndex:
 
         See :func:`max_overlap`.
         """
-        top_k = check_int(top_k, "top_k", minimum=1)
+        top_k = check_int(top_k, "top_k", minimum=1, maximum=MAX_C_INT)
         min_score = check_unit_interval(min_score, "min_score")
+        check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, n, exclude, max_row, max_mass = self._prepare(queries, "queries", "references", nt)
+        qcoll, work, exclude, max_row, max_mass = self._prepare(
+            queries, "queries", self._name, nt
+        )
+        n = work.shape[0] - 1
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
 
@@ -173,7 +242,7 @@ class OverlapIndex:
             self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, max_mass,
                               threads, score, index)
 
-        _run_chunks(run, n, nt, progress, "max_overlap")
+        _run_chunks(run, work, nt, progress, "max_overlap")
         if top_k == 1:
             score, index = score[:, 0], index[:, 0]
         return MaxOverlapResult(score, index)
@@ -191,15 +260,16 @@ class OverlapIndex:
         See :func:`overlap_join`.
         """
         threshold = _check_join_threshold(threshold)
+        check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, n, upper, max_row, max_mass = self._prepare(queries, "left", "right", nt)
+        qcoll, work, upper, max_row, max_mass = self._prepare(queries, "left", self._name, nt)
         parts = []
 
         def run(start: int, stop: int, threads: int) -> None:
             parts.append(self._index.join(qcoll, start, stop, threshold, upper, max_row,
                                           max_mass, threads))
 
-        _run_chunks(run, n, nt, progress, "overlap_join")
+        _run_chunks(run, work, nt, progress, "overlap_join")
         if parts:
             left = np.concatenate([p[0] for p in parts])
             right = np.concatenate([p[1] for p in parts])
@@ -211,7 +281,8 @@ class OverlapIndex:
         return JoinResult(left[order], right[order], score[order])
 
 
-def _check_query_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
+def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
+    """Rows the kernels can hold: ``name`` is the argument they came from."""
     if max_mass >= 2**30:
         raise ValueError(f"{name}: a row has {max_mass} tokens; at most 2**30 - 1 are supported")
     if max_row * n_fields > MAX_QUERY_TOKENS:
@@ -293,15 +364,19 @@ def max_overlap(
         and score 0.
     """
     qfields = as_fields(queries, "queries")
-    if references is None:
-        return OverlapIndex(qfields, n_threads=n_threads).max_overlap(
+    rfields = None if references is None else as_fields(references, "references")
+    if rfields is not None:
+        check_compatible(qfields, rfields, "queries", "references")
+    # every argument is checked before the index is built
+    top_k = check_int(top_k, "top_k", minimum=1, maximum=MAX_C_INT)
+    min_score = check_unit_interval(min_score, "min_score")
+    check_progress(progress)
+    nt = effective_n_threads(n_threads)
+    if rfields is None:
+        return OverlapIndex._build(qfields, "queries", nt, as_queries=True).max_overlap(
             None, top_k=top_k, min_score=min_score, n_threads=n_threads, progress=progress
         )
-    rfields = as_fields(references, "references")
-    check_compatible(qfields, rfields, "queries", "references")
-    check_int(top_k, "top_k", minimum=1)
-    check_unit_interval(min_score, "min_score")
-    return OverlapIndex(rfields, n_threads=n_threads).max_overlap(
+    return OverlapIndex._build(rfields, "references", nt).max_overlap(
         qfields, top_k=top_k, min_score=min_score, n_threads=n_threads, progress=progress
     )
 
@@ -336,13 +411,16 @@ def overlap_join(
         ``left``, ``right`` (int64) and ``score`` (float64), sorted by (left, right).
     """
     lfields = as_fields(left, "left")
+    rfields = None if right is None else as_fields(right, "right")
+    if rfields is not None:
+        check_compatible(lfields, rfields, "left", "right")
     t = _check_join_threshold(threshold)
-    if right is None:
-        return OverlapIndex(lfields, n_threads=n_threads).join(
+    check_progress(progress)
+    nt = effective_n_threads(n_threads)
+    if rfields is None:
+        return OverlapIndex._build(lfields, "left", nt, as_queries=True).join(
             None, threshold=t, n_threads=n_threads, progress=progress
         )
-    rfields = as_fields(right, "right")
-    check_compatible(lfields, rfields, "left", "right")
-    return OverlapIndex(rfields, n_threads=n_threads).join(
+    return OverlapIndex._build(rfields, "right", nt).join(
         lfields, threshold=t, n_threads=n_threads, progress=progress
     )

@@ -4,21 +4,113 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Union
 
 import numpy as np
 
 from . import _tokenize
 from ._threads import effective_n_threads, threads_for
-from ._validation import check_csr, check_int, check_seed, check_texts, row_indices, type_name
+from ._validation import (
+    MAX_C_INT,
+    check_csr,
+    check_int,
+    check_seed,
+    check_texts,
+    exact_str,
+    row_indices,
+    type_name,
+)
 
-__all__ = ["TokenSets", "TOKENIZERS"]
+__all__ = ["TokenSets", "TOKENIZERS", "Provenance", "HASH_VERSION"]
 
 #: Tokenizer presets; each lower-cases the text with ``str.lower()`` first.
 TOKENIZERS = {"wordpunct": 0, "whitespace": 1, "char": 2}
 _MODE_WHOLE = 3
 
+#: Version of the token and n-gram hash functions; bumped if they ever change.
+HASH_VERSION = 1
+
 Tokenizer = Union[str, Callable[[str], Sequence[str]]]
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How the hashes of a :class:`TokenSets` were made.
+
+    Two collections can only share tokens when they were hashed the same way;
+    comparing, searching or joining incompatible ones raises ``ValueError``
+    instead of silently finding nothing.
+
+    Attributes
+    ----------
+    source : {"texts", "ids", "unknown"}
+        The constructor: :meth:`TokenSets.from_texts`, :meth:`TokenSets.from_ids`,
+        or raw arrays (:meth:`TokenSets.from_csr` without a provenance), which
+        are compatible with anything.
+    tokenizer : str or None
+        The preset's name, ``"callable:<name>"`` for a callable, None otherwise.
+    ngram : int or None
+    multiset : bool or None
+    seed : int or None
+    hash_version : int or None
+        :data:`HASH_VERSION` of the library that hashed them.
+    """
+
+    source: str
+    tokenizer: str | None = None
+    ngram: int | None = None
+    multiset: bool | None = None
+    seed: int | None = None
+    hash_version: int | None = None
+
+    @classmethod
+    def unknown(cls) -> Provenance:
+        """Raw hashes of unknown origin: compatible with every provenance."""
+        return cls("unknown")
+
+    @property
+    def known(self) -> bool:
+        return self.source != "unknown"
+
+    def compatible(self, other: Provenance) -> bool:
+        """Can hashes made this way equal hashes made the ``other`` way?"""
+        if not self.known or not other.known:
+            return True
+        return self == other
+
+    def describe(self) -> str:
+        if not self.known:
+            return "raw hashes of unknown origin"
+        tok = "" if self.tokenizer is None else f"tokenizer={self.tokenizer!r}, "
+        return (
+            f"TokenSets.from_{self.source}({tok}ngram={self.ngram}, "
+            f"multiset={self.multiset}, seed={self.seed}) with hash version {self.hash_version}"
+        )
+
+
+def _callable_name(fn: Callable) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    return f"callable:{module}.{name}"
+
+
+def _merged_provenance(parts: Sequence[TokenSets], name: str) -> Provenance:
+    """The provenance of stacked parts; ValueError when two cannot mix."""
+    first = None
+    for i, ts in enumerate(parts):
+        p = ts.provenance
+        if not p.known:
+            continue
+        if first is None:
+            first = (i, p)
+        elif not p.compatible(first[1]):
+            raise ValueError(
+                f"{name}[{first[0]}] and {name}[{i}] were hashed differently, so their "
+                f"tokens cannot match: {name}[{first[0]}] by {first[1].describe()}, "
+                f"{name}[{i}] by {p.describe()}"
+            )
+    return Provenance.unknown() if first is None else first[1]
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
@@ -45,9 +137,12 @@ class TokenSets:
     sizes : ndarray of int64, shape (n,)
         |row|: the number of distinct tokens, or the sum of counts for bags.
     multiset : bool
+    provenance : Provenance
+        How the hashes were made (tokenizer, n-gram, seed, hash version); kept
+        by :meth:`take`, :meth:`concat` and pickling.
     """
 
-    __slots__ = ("_indptr", "_hashes", "_counts", "_sizes")
+    __slots__ = ("_indptr", "_hashes", "_counts", "_provenance", "_sizes")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError(
@@ -55,8 +150,15 @@ class TokenSets:
         )
 
     @classmethod
-    def _trusted(cls, indptr: np.ndarray, hashes: np.ndarray, counts: np.ndarray | None):
+    def _trusted(
+        cls,
+        indptr: np.ndarray,
+        hashes: np.ndarray,
+        counts: np.ndarray | None,
+        provenance: Provenance | None = None,
+    ):
         self = object.__new__(cls)
+        self._provenance = Provenance.unknown() if provenance is None else provenance
         self._indptr = _frozen(np.ascontiguousarray(indptr, dtype=np.int64))
         self._hashes = _frozen(np.ascontiguousarray(hashes, dtype=np.uint64))
         self._counts = None if counts is None else _frozen(
@@ -109,8 +211,10 @@ class TokenSets:
         -------
         TokenSets
         """
+        # check_texts hands back exact str objects (subclasses are copied), and
+        # str.lower of an exact str is an exact str: the kernel reads only those
         items = check_texts(texts, "texts")
-        ngram = check_int(ngram, "ngram", minimum=1)
+        ngram = check_int(ngram, "ngram", minimum=1, maximum=MAX_C_INT)
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
         nt = threads_for(len(items), effective_n_threads(n_threads), 2048)
@@ -120,9 +224,11 @@ class TokenSets:
                     f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable, "
                     f"got {tokenizer!r}"
                 )
-            lowered = [t.lower() for t in items]
+            tok_name = str(tokenizer)
+            lowered = [str.lower(t) for t in items]
             indptr, raw = _tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, nt)
         elif callable(tokenizer):
+            tok_name = _callable_name(tokenizer)
             tokens: list[str] = []
             lengths = np.empty(len(items), dtype=np.int64)
             for i, text in enumerate(items):
@@ -132,12 +238,15 @@ class TokenSets:
                         f"tokenizer must return a list of str; for texts[{i}] it returned "
                         f"{type_name(toks)}"
                     )
-                for t in toks:
-                    if not isinstance(t, str):
-                        raise TypeError(
-                            f"tokenizer returned a {type_name(t)} token for texts[{i}]; "
-                            "tokens must be str"
-                        )
+                toks = list(toks)  # one pass: its length is what was appended
+                for j, t in enumerate(toks):
+                    if type(t) is not str:
+                        if not isinstance(t, str):
+                            raise TypeError(
+                                f"tokenizer returned a {type_name(t)} token for texts[{i}]; "
+                                "tokens must be str"
+                            )
+                        toks[j] = exact_str(t)
                 tokens.extend(toks)
                 lengths[i] = len(toks)
             _, raw = _tokenize.scan_texts(tokens, _MODE_WHOLE, seed, nt)
@@ -147,7 +256,8 @@ class TokenSets:
             raise TypeError(
                 f"tokenizer must be a preset name or a callable, got {type_name(tokenizer)}"
             )
-        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+        prov = Provenance("texts", tok_name, ngram, multiset, seed, HASH_VERSION)
+        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
 
     @classmethod
     def from_ids(
@@ -178,12 +288,11 @@ class TokenSets:
             raise TypeError(
                 f"sequences must be a sequence of id sequences, got {type_name(sequences)}"
             )
-        ngram = check_int(ngram, "ngram", minimum=1)
+        ngram = check_int(ngram, "ngram", minimum=1, maximum=MAX_C_INT)
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
         nt = threads_for(len(sequences), effective_n_threads(n_threads), 2048)
-        if isinstance(sequences, np.ndarray) and sequences.ndim == 2:
-            sequences = list(sequences)
+        sequences = list(sequences)  # one pass: the row count is what was read
         parts = []
         lengths = np.empty(len(sequences), dtype=np.int64)
         for i, seq in enumerate(sequences):
@@ -213,10 +322,18 @@ class TokenSets:
         indptr = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         raw = _tokenize.hash_ids(np.ascontiguousarray(ids, dtype=np.uint64), seed, nt)
-        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+        prov = Provenance("ids", None, ngram, multiset, seed, HASH_VERSION)
+        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
 
     @classmethod
-    def from_csr(cls, indptr: Any, hashes: Any, counts: Any = None) -> TokenSets:
+    def from_csr(
+        cls,
+        indptr: Any,
+        hashes: Any,
+        counts: Any = None,
+        *,
+        provenance: Provenance | None = None,
+    ) -> TokenSets:
         """Wrap raw CSR arrays after checking them.
 
         Parameters
@@ -227,14 +344,28 @@ class TokenSets:
             Each row sorted ascending with no repeats.
         counts : array-like of int, optional
             Multiplicities (>= 1) for a multiset, aligned with ``hashes``.
+        provenance : Provenance, optional
+            How the hashes were made (e.g. ``ts.provenance`` of the collection
+            they came from).  None means unknown: compatible with anything.
 
         Returns
         -------
         TokenSets
             Holding copies: later changes to the inputs do not leak in.
         """
+        if provenance is not None and not isinstance(provenance, Provenance):
+            raise TypeError(
+                f"provenance must be a Provenance or None, got {type_name(provenance)}"
+            )
         ip, h, c = check_csr(indptr, hashes, counts)
-        return cls._trusted(ip.copy(), h.copy(), None if c is None else c.copy())
+        if provenance is not None and provenance.multiset is not None and (
+            provenance.multiset != (c is not None)
+        ):
+            raise ValueError(
+                f"provenance says multiset={provenance.multiset} but counts is "
+                f"{'given' if c is not None else 'None'}"
+            )
+        return cls._trusted(ip.copy(), h.copy(), None if c is None else c.copy(), provenance)
 
     # -------------------------------------------------------------- accessors
     @property
@@ -256,6 +387,11 @@ class TokenSets:
     @property
     def multiset(self) -> bool:
         return self._counts is not None
+
+    @property
+    def provenance(self) -> Provenance:
+        """How the hashes were made (see :class:`Provenance`)."""
+        return self._provenance
 
     @property
     def nnz(self) -> int:
@@ -282,12 +418,13 @@ class TokenSets:
         Parameters
         ----------
         parts : sequence of TokenSets
-            All sets or all multisets.  Hashes are only comparable when the
-            parts were built with the same tokenizer and seed.
+            All sets or all multisets, hashed the same way (same provenance,
+            or raw hashes of unknown provenance).
 
         Returns
         -------
         TokenSets
+            With the parts' provenance.
         """
         if isinstance(parts, TokenSets) or not isinstance(parts, Sequence):
             raise TypeError(f"parts must be a sequence of TokenSets, got {type_name(parts)}")
@@ -298,13 +435,14 @@ class TokenSets:
             return cls._trusted(np.zeros(1, np.int64), np.zeros(0, np.uint64), None)
         if len({ts.multiset for ts in parts}) > 1:
             raise ValueError("parts mix sets and multisets (multiset=True/False)")
+        prov = _merged_provenance(parts, "parts")
         offsets = np.cumsum([0] + [ts.nnz for ts in parts[:-1]])
         indptr = np.concatenate(
             [parts[0].indptr[:1]] + [ts.indptr[1:] + off for ts, off in zip(parts, offsets)]
         )
         hashes = np.concatenate([ts.hashes for ts in parts])
         counts = np.concatenate([ts.counts for ts in parts]) if parts[0].multiset else None
-        return cls._trusted(indptr, hashes, counts)
+        return cls._trusted(indptr, hashes, counts, prov)
 
     def take(self, rows: Any) -> TokenSets:
         """A new TokenSets holding ``rows`` (indices or a boolean mask), in that order."""
@@ -315,7 +453,7 @@ class TokenSets:
         np.cumsum(lens, out=indptr[1:])
         gather = np.repeat(starts - indptr[:-1], lens) + np.arange(indptr[-1])
         counts = None if self._counts is None else self._counts[gather]
-        return TokenSets._trusted(indptr, self._hashes[gather], counts)
+        return TokenSets._trusted(indptr, self._hashes[gather], counts, self._provenance)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TokenSets):
@@ -334,7 +472,7 @@ class TokenSets:
         return f"TokenSets({len(self)} {kind}, {self.nnz} tokens)"
 
     def __reduce__(self):
-        return (_rebuild, (self._indptr, self._hashes, self._counts))
+        return (_rebuild, (self._indptr, self._hashes, self._counts, self._provenance))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if hasattr(self, "_sizes"):
@@ -342,8 +480,8 @@ class TokenSets:
         object.__setattr__(self, name, value)
 
 
-def _rebuild(indptr, hashes, counts):
-    return TokenSets._trusted(indptr, hashes, counts)
+def _rebuild(indptr, hashes, counts, provenance=None):
+    return TokenSets._trusted(indptr, hashes, counts, provenance)
 
 
 def _python_ints(seq: Sequence, i: int, fallback: np.ndarray) -> np.ndarray:

@@ -5,12 +5,23 @@ from __future__ import annotations
 import pytest
 
 import overlap
-from overlap._threads import effective_n_threads, usable_cores
+from overlap._threads import MAX_THREADS, effective_n_threads, usable_cores
 
 
-def test_positive_counts_pass_through():
-    expected = 3 if overlap.openmp_enabled() else 1
-    assert effective_n_threads(3) == expected
+def test_positive_counts_are_capped_at_the_usable_cores():
+    cores = usable_cores()
+    if not overlap.openmp_enabled():
+        assert effective_n_threads(3) == 1
+        return
+    assert effective_n_threads(1) == 1
+    assert effective_n_threads(3) == min(3, cores)
+    assert effective_n_threads(MAX_THREADS) == cores
+
+
+@pytest.mark.parametrize("bad", [MAX_THREADS + 1, 2**31 - 1, 2**63, 10**30])
+def test_absurd_counts_are_rejected(bad):
+    with pytest.raises(ValueError, match=f"n_threads must be at most {MAX_THREADS}"):
+        effective_n_threads(bad)
 
 
 def test_none_uses_all_cores_or_omp_num_threads(monkeypatch):
@@ -19,8 +30,10 @@ def test_none_uses_all_cores_or_omp_num_threads(monkeypatch):
         assert effective_n_threads(None) == 1
         return
     assert 1 <= effective_n_threads(None) <= usable_cores()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert effective_n_threads(None) == 1
     monkeypatch.setenv("OMP_NUM_THREADS", "5")
-    assert effective_n_threads(None) == 5
+    assert effective_n_threads(None) == min(5, usable_cores())
 
 
 def test_negative_counts_back_from_all_cores():

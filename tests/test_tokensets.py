@@ -263,3 +263,21 @@ def test_concat_stacks_rows():
         TokenSets.concat([a, "b"])
     with pytest.raises(TypeError, match="parts"):
         TokenSets.concat(a)
+
+
+def test_pickles_without_provenance_load_as_raw_hashes():
+    from overlap.tokensets import _rebuild
+
+    ts = TokenSets.from_texts(["a b", "c"])
+    old = _rebuild(ts.indptr, ts.hashes, None)  # what pickles before provenance held
+    assert old == ts and not old.provenance.known
+    assert old.provenance.compatible(ts.provenance)
+
+
+def test_from_csr_provenance_must_agree_with_counts():
+    bags = TokenSets.from_ids([[1, 1, 2]], multiset=True)
+    with pytest.raises(ValueError, match="multiset=True but counts is None"):
+        TokenSets.from_csr(bags.indptr, bags.hashes, provenance=bags.provenance)
+    same = TokenSets.from_csr(bags.indptr, bags.hashes, bags.counts,
+                              provenance=bags.provenance)
+    assert same == bags and same.provenance == bags.provenance
