@@ -142,7 +142,7 @@ def _positive(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``overlap`` command."""
     from . import __version__
-    from .io import FORMATS
+    from .pipeline.tables import FORMATS
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true",
@@ -233,8 +233,8 @@ def build_parser() -> argparse.ArgumentParser:
 # ----------------------------------------------------------------- commands
 def _plot_or_text(con: Console, path: str | None, series: dict, title: str) -> str | None:
     """Save a PNG histogram; print a text one when matplotlib is missing."""
-    from .io import MissingExtra
-    from .plot import save_histogram, text_histogram
+    from .pipeline.tables import MissingExtra
+    from .pipeline.plot import save_histogram, text_histogram
 
     if not series:  # no eval split: nothing to draw
         return None
@@ -302,7 +302,7 @@ def _histogram_series(res: Any) -> dict:
 
 def cmd_demo(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .demo import generate_corpus, write_corpus
+    from .pipeline.demo import generate_corpus, write_corpus
     from .pipeline import clean
 
     nt = effective_n_threads(args.threads, "--threads")
@@ -351,7 +351,7 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
 
 def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .io import infer_format, read_fields, write_table
+    from .pipeline.tables import infer_format, read_fields, write_table
     from .pipeline import scan
 
     nt = effective_n_threads(args.threads, "--threads")
@@ -389,7 +389,7 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
 
 
 def _text_hist(scores: Any) -> str:
-    from .plot import text_histogram
+    from .pipeline.plot import text_histogram
 
     return text_histogram(scores)
 
@@ -400,8 +400,8 @@ def _indent(text: str) -> str:
 
 def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .dialogue import read_dialogues, write_dialogues
-    from .io import infer_format, read_fields, write_table
+    from .pipeline.dialogue import read_dialogues, write_dialogues
+    from .pipeline.tables import infer_format, read_fields, write_table
     from .pipeline import dedup_dialogues, tokenize_fields
     from .dedup import dedup
 

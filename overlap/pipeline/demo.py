@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_unit_interval, type_name
+from .._validation import check_int, check_unit_interval, type_name
 from .dialogue import write_dialogues
-from .tokensets import TokenSets
+from ..tokensets import TokenSets
 
 __all__ = ["DemoCorpus", "generate_corpus", "write_corpus", "scale_fields"]
 
@@ -158,7 +158,7 @@ def write_corpus(directory: str | os.PathLike, corpus: DemoCorpus | dict) -> lis
     list of str
         The paths written.
     """
-    from .pipeline import SPLIT_FILE_NAMES
+    from .steps import SPLIT_FILE_NAMES
 
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"directory must be a str or path-like, got {type_name(directory)}")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, row_indices, type_name
+from .._validation import check_int, row_indices, type_name
 
 __all__ = [
     "EOU",

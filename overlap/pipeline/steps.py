@@ -25,13 +25,13 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._progress import ProgressArg
-from ._threads import effective_n_threads
-from ._validation import check_int, check_unit_interval, type_name
-from .dedup import DedupResult, dedup, exact_duplicates
+from .._progress import ProgressArg
+from .._threads import effective_n_threads
+from .._validation import check_int, check_unit_interval, type_name
+from ..dedup import DedupResult, dedup, exact_duplicates
 from .dialogue import SPLITS, Samples, make_samples, read_splits, write_dialogues
-from .search import max_overlap
-from .tokensets import Tokenizer, TokenSets
+from ..search import max_overlap
+from ..tokensets import Tokenizer, TokenSets
 
 __all__ = [
     "THRESHOLDS",

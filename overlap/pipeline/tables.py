@@ -11,13 +11,13 @@ in column order.  Errors name the file and the line (or row).
 from __future__ import annotations
 
 import csv
-import importlib
 import json
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from ._validation import check_int, type_name
+from .._optional import MissingExtra, require
+from .._validation import check_int, type_name
 from .dialogue import make_samples, read_dialogues
 
 __all__ = [
@@ -41,21 +41,6 @@ _EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-
-
-class MissingExtra(ImportError):
-    """An optional dependency is not installed (the message says how to get it)."""
-
-
-def require(module: str, extra: str, purpose: str):
-    """Import ``module`` or raise :class:`MissingExtra` naming the pip extra."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise MissingExtra(
-            f"{purpose} needs {module.split('.')[0]}, which is not installed: "
-            f"pip install 'overlap-metrics[{extra}]'"
-        ) from None
 
 
 def infer_format(path: str | os.PathLike, fmt: str | None = None) -> str:

@@ -13,8 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ._validation import check_int, type_name
-from .io import MissingExtra, require
+from .._validation import check_int, type_name
+from .tables import MissingExtra, require
 
 __all__ = ["histogram_counts", "text_histogram", "histogram_figure", "save_histogram",
            "have_matplotlib"]

@@ -1,0 +1,51 @@
+"""The application layer: dataset audits and cleaning built on the core.
+
+Submodules (the core, ``overlap.tokensets``/``search``/``dedup``/``dask``, never
+imports them):
+
+- :mod:`overlap.pipeline.steps` — the published dialogue-cleaning pipeline,
+  one function per step, and :func:`clean` that runs them all;
+- :mod:`overlap.pipeline.tables` — readers and writers (CSV, TSV, JSONL,
+  Parquet, DailyDialog text, pandas DataFrames, Hugging Face datasets);
+- :mod:`overlap.pipeline.dialogue` — DailyDialog-style files and samples;
+- :mod:`overlap.pipeline.plot` — histograms (PNG or text);
+- :mod:`overlap.pipeline.demo` — a generated corpus with planted overlap.
+
+``from overlap.pipeline import scan, clean`` keeps working as before.
+"""
+
+from .steps import (
+    SPLIT_FILE_NAMES,
+    THRESHOLDS,
+    CleanResult,
+    OverlapSummary,
+    Resplit,
+    ScanResult,
+    clean,
+    dedup_dialogues,
+    flatten,
+    remove_duplicates,
+    resplit,
+    scan,
+    summarize,
+    tokenize_fields,
+    write_clean,
+)
+
+__all__ = [
+    "THRESHOLDS",
+    "OverlapSummary",
+    "ScanResult",
+    "Resplit",
+    "CleanResult",
+    "summarize",
+    "tokenize_fields",
+    "scan",
+    "dedup_dialogues",
+    "resplit",
+    "flatten",
+    "remove_duplicates",
+    "clean",
+    "write_clean",
+    "SPLIT_FILE_NAMES",
+]
