@@ -40,15 +40,16 @@ def corpus():
 def test_summarize_matches_plain_python(rng):
     s = np.round(rng.random(500), 1)  # many exact 0.25/0.5/0.8-ish ties and ones
     s[:7] = 1.0
-    got = summarize(s)
+    got = summarize(s, at=(0.25, 0.5, 0.8, 1.0))
     assert got.n == 500
-    assert got.identical == sum(x == 1.0 for x in s) / 500
-    for t in THRESHOLDS:
-        assert got.above[t] == sum(x > t for x in s) / 500
+    assert got.identical == sum(x == 1.0 for x in s)
+    for t in (0.25, 0.5, 0.8, 1.0):  # at least (>=), so the ties at each threshold count
+        assert got.count(t) == sum(x >= t for x in s)
+        assert got.share(t) == sum(x >= t for x in s) / 500
     assert got.mean == pytest.approx(sum(s) / 500, rel=1e-12)
     line = got.format("test")
-    assert f"identical {100 * got.identical:.2f}%" in line
-    assert f">0.8 {100 * got.above[0.8]:.2f}%" in line
+    assert f"≥0.8: {got.count(0.8):,} ({100 * got.share(0.8):.2f}%)" in line
+    assert summarize(s).at == THRESHOLDS == (0.5, 0.8, 1.0)
     assert summarize([]).n == 0
     with pytest.raises(ValueError, match="scores"):
         summarize([0.5, 1.5])
@@ -160,7 +161,7 @@ def test_clean_end_to_end(corpus, tmp_path):
     res = clean(corpus, tmp_path / "out", test_size=8, valid_size=5, turns=2, seed=1)
     assert corpus == before
     rep = res.report
-    assert rep["resplit"] == {"train": rep["dedup"]["kept"] - 13, "valid": 5, "test": 8}
+    assert rep.resplit == {"train": rep.dedup.kept - 13, "valid": 5, "test": 8}
     # every kept unit is in exactly one new split and nothing is left near-duplicated
     new = read_splits(tmp_path / "out")
     assert new == res.dialogues
@@ -169,12 +170,12 @@ def test_clean_end_to_end(corpus, tmp_path):
     assert all(s <= 0.8 for row in ref.max_overlap(units, None) for s, _ in row)
     # before/after match scans recomputed from the returned data
     orig = flatten(corpus, 2)
-    assert rep["before"]["test"] == scan(orig["test"], orig["train"]).summary.as_dict()
+    assert rep.before["test"] == scan(orig["test"], orig["train"]).summary
     after = scan(res.samples["test"], res.samples["train"])
-    assert rep["after"]["test"] == after.summary.as_dict()
-    assert after.summary.identical == 0.0
+    assert rep.after["test"] == after.summary
+    assert after.summary.identical == 0
     assert json.loads((tmp_path / "out" / "report.json").read_text()) == json.loads(
-        json.dumps(rep))
+        json.dumps(rep.as_dict()))
     assert len((tmp_path / "out" / "test.jsonl").read_text().splitlines()) == len(
         res.samples["test"])
 
@@ -196,4 +197,4 @@ def test_clean_with_train_only(corpus):
     res = clean({"train": corpus["train"]}, test_size=6)
     assert res.before == {} and list(res.after) == ["test"]
     assert [len(res.dialogues[k]) for k in ("train", "valid", "test")] == [
-        res.report["dedup"]["kept"] - 6, 0, 6]
+        res.report.dedup.kept - 6, 0, 6]

@@ -14,7 +14,10 @@ imports them):
 ``from overlap.pipeline import scan, clean`` keeps working as before.
 """
 
+from .output import OutputError, Outputs, atomic_write
+from .report import AT, CleanReport, GroupedSummary, summarize_by
 from .steps import (
+    KEEP,
     SPLIT_FILE_NAMES,
     THRESHOLDS,
     CleanResult,
@@ -29,11 +32,21 @@ from .steps import (
     scan,
     summarize,
     tokenize_fields,
+    plan_clean_outputs,
     write_clean,
 )
 
 __all__ = [
+    "AT",
+    "KEEP",
     "THRESHOLDS",
+    "GroupedSummary",
+    "CleanReport",
+    "summarize_by",
+    "Outputs",
+    "OutputError",
+    "atomic_write",
+    "plan_clean_outputs",
     "OverlapSummary",
     "ScanResult",
     "Resplit",

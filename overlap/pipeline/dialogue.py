@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int, row_indices, type_name
+from .output import atomic_write
 
 __all__ = [
     "EOU",
@@ -259,6 +260,6 @@ def write_dialogues(path: str | os.PathLike, dialogues: Sequence[Sequence[str]])
     if isinstance(dialogues, (str, bytes)):
         raise TypeError("dialogues must be a sequence of utterance lists, got a str")
     lines = [format_dialogue(utts) for utts in _iter_dialogues(dialogues) if len(utts)]
-    with open(path, "w", encoding="utf-8", newline="\n") as fh:
+    with atomic_write(path, "w", encoding="utf-8", newline="\n") as fh:
         for line in lines:
             fh.write(line + "\n")

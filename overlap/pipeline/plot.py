@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from .._validation import check_int, type_name
-from .tables import MissingExtra, require
+from .._optional import MissingExtra, require
+from .output import atomic_write
 
 __all__ = ["histogram_counts", "text_histogram", "histogram_figure", "save_histogram",
            "have_matplotlib"]
@@ -150,5 +151,6 @@ def save_histogram(
     fig = histogram_figure(series, bins=bins, title=title)
     backend = require("matplotlib.backends.backend_agg", "plot", "plotting")
     backend.FigureCanvasAgg(fig)
-    fig.savefig(os.fspath(path), format="png")
+    with atomic_write(path, "wb") as fh:
+        fig.savefig(fh, format="png")
     return os.fspath(path)

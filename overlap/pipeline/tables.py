@@ -1,24 +1,29 @@
-"""Read and write sample tables: DailyDialog text, CSV, JSONL, Parquet, DataFrames.
+"""Read and write sample tables: DailyDialog text, CSV, TSV, JSONL, Parquet, DataFrames.
 
-CSV and JSONL use only the standard library.  Parquet needs ``pyarrow`` and
-DataFrames ``pandas`` (the ``dataframe`` extra); both are imported only when
-used, with a clear message when missing.
+CSV, TSV and JSONL use only the standard library.  Parquet needs ``pyarrow``
+(the ``dataframe`` extra); a pandas DataFrame, a Hugging Face
+``datasets.Dataset`` or a plain dict of columns can be passed wherever a path
+is accepted.  Optional packages are imported only when used, with a clear
+message when missing.
 
 A *table* here is a dict of column name to list of values, all equally long,
-in column order.  Errors name the file and the line (or row).
+in column order.  Errors name the file and the line (or row).  Every writer
+writes to a temporary name and renames the file when it is complete.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .._optional import MissingExtra, require
 from .._validation import check_int, type_name
 from .dialogue import make_samples, read_dialogues
+from .output import atomic_write, temporary_name
 
 __all__ = [
     "FORMATS",
@@ -27,15 +32,25 @@ __all__ = [
     "read_table",
     "write_table",
     "read_fields",
+    "as_table",
     "table_from_dataframe",
+    "table_from_dataset",
 ]
 
 #: Formats understood by :func:`read_table` / :func:`read_fields`.
-FORMATS = ("dailydialog", "csv", "jsonl", "parquet")
+FORMATS = ("dailydialog", "csv", "tsv", "jsonl", "parquet")
+
+_DIALECTS = {"csv": csv.excel, "tsv": csv.excel_tab}
+
+#: Longest CSV field read (the csv module's default, 131,072 characters, is far
+#: shorter than the texts this library writes; a C long bounds it).
+_CSV_FIELD_LIMIT = 2**31 - 1
 
 _EXTENSIONS = {
     ".txt": "dailydialog",
     ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
     ".parquet": "parquet",
@@ -67,10 +82,21 @@ def infer_format(path: str | os.PathLike, fmt: str | None = None) -> str:
 
 
 # ------------------------------------------------------------------ readers
-def _read_csv(path: str) -> dict[str, list]:
+@contextlib.contextmanager
+def _long_csv_fields() -> Iterator[None]:
+    """Lift the csv module's field-size limit while reading, then restore it."""
+    old = csv.field_size_limit()
+    csv.field_size_limit(max(old, _CSV_FIELD_LIMIT))
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            reader = csv.reader(fh)
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _read_csv(path: str, fmt: str = "csv") -> dict[str, list]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh, _long_csv_fields():
+            reader = csv.reader(fh, dialect=_DIALECTS[fmt])
             header = next(reader, None)
             if header is None:
                 raise ValueError(f"{path}:1: empty file (a CSV needs a header line)")
@@ -91,11 +117,12 @@ def _read_csv(path: str) -> dict[str, list]:
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except csv.Error as e:
-        raise ValueError(f"{path}: bad CSV: {e}") from None
+        raise ValueError(f"{path}:{reader.line_num}: bad {fmt.upper()}: {e}") from None
     return cols
 
 
-def _read_jsonl(path: str) -> dict[str, list]:
+def _read_jsonl(path: str) -> tuple[dict[str, list], list[int]]:
+    """Columns of a JSONL file and the line number of every row."""
     records: list[tuple[int, dict]] = []
     names: dict[str, None] = {}
     with open(path, "rb") as fh:
@@ -121,8 +148,7 @@ def _read_jsonl(path: str) -> dict[str, list]:
     for _, obj in records:
         for k, lst in cols.items():
             lst.append(obj.get(k))
-    cols["__line__"] = [ln for ln, _ in records]
-    return cols
+    return cols, [ln for ln, _ in records]
 
 
 def _read_parquet(path: str) -> dict[str, list]:
@@ -134,12 +160,12 @@ def _read_parquet(path: str) -> dict[str, list]:
 
 
 def read_table(path: str | os.PathLike, fmt: str | None = None) -> dict[str, list]:
-    """Read a CSV (header line), JSONL (one object a line) or Parquet file.
+    """Read a CSV or TSV (header line), JSONL (one object a line) or Parquet file.
 
     Parameters
     ----------
     path : str or path-like
-    fmt : {"csv", "jsonl", "parquet"}, optional
+    fmt : {"csv", "tsv", "jsonl", "parquet"}, optional
         Default: from the extension.
 
     Returns
@@ -153,20 +179,69 @@ def read_table(path: str | os.PathLike, fmt: str | None = None) -> dict[str, lis
         raise FileNotFoundError(f"{p}: no such file")
     if fmt == "dailydialog":
         raise ValueError(f"{p}: DailyDialog files hold dialogues, not a table; use read_fields")
-    if fmt == "csv":
-        return _read_csv(p)
+    if fmt in ("csv", "tsv"):
+        return _read_csv(p, fmt)
     if fmt == "jsonl":
-        cols = _read_jsonl(p)
-        cols.pop("__line__")
-        return cols
+        return _read_jsonl(p)[0]
     return _read_parquet(p)
+
+
+def _is_dataset(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "datasets" and hasattr(obj, "column_names")
 
 
 def table_from_dataframe(df: Any) -> dict[str, list]:
     """Columns of a pandas DataFrame as a table (dict of lists)."""
-    if not (hasattr(df, "columns") and hasattr(df, "to_dict")):
+    if not (hasattr(df, "columns") and hasattr(df, "to_dict")) or _is_dataset(df):
         raise TypeError(f"df must be a pandas DataFrame, got {type_name(df)}")
+    names = [str(c) for c in df.columns]
+    if len(set(names)) != len(names):
+        raise ValueError("DataFrame: duplicate column names")
     return {str(c): df[c].tolist() for c in df.columns}
+
+
+def table_from_dataset(ds: Any) -> dict[str, list]:
+    """Columns of a Hugging Face ``datasets.Dataset`` as a table (dict of lists).
+
+    Only the ``Dataset`` object is touched: nothing is downloaded.
+    """
+    if not _is_dataset(ds) or not hasattr(ds, "to_dict"):
+        raise TypeError(f"ds must be a datasets.Dataset, got {type_name(ds)}")
+    return {str(c): list(v) for c, v in ds.to_dict().items()}
+
+
+def _table_from_mapping(m: Mapping, name: str) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for k, v in m.items():
+        if not isinstance(k, str):
+            raise TypeError(f"{name}: column names must be str, got {type_name(k)}")
+        if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+            raise TypeError(f"{name}[{k!r}] must be a list of values, got {type_name(v)}")
+        out[k] = list(v)
+    lengths = {len(v) for v in out.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"{name}: columns must be equally long, got lengths {sorted(lengths)}")
+    return out
+
+
+def as_table(source: Any, name: str = "source") -> dict[str, list]:
+    """A table (dict of column lists) from a DataFrame, a ``datasets.Dataset`` or a dict.
+
+    Raises
+    ------
+    TypeError
+        For anything else (paths are read by :func:`read_table`).
+    """
+    if isinstance(source, Mapping):
+        return _table_from_mapping(source, name)
+    if _is_dataset(source):
+        return table_from_dataset(source)
+    if hasattr(source, "columns") and hasattr(source, "to_dict"):
+        return table_from_dataframe(source)
+    raise TypeError(
+        f"{name} must be a path, a dict of columns, a pandas DataFrame or a "
+        f"datasets.Dataset, got {type_name(source)}"
+    )
 
 
 def _parse_fields(fields: Sequence[str] | str) -> list[str]:
@@ -193,7 +268,7 @@ def read_fields(
 
     Parameters
     ----------
-    source : path or pandas DataFrame
+    source : path, dict of columns, pandas DataFrame or datasets.Dataset
         A DailyDialog file is cut into (context, response) samples with
         ``turns`` context turns; other formats give their rows.
     fields : sequence of str or comma-separated str, default ("context", "response")
@@ -218,8 +293,8 @@ def read_fields(
     names = _parse_fields(fields)
     turns = check_int(turns, "turns", minimum=1)
     if not isinstance(source, (str, os.PathLike)):
-        table = table_from_dataframe(source)
-        where = "DataFrame"
+        table = as_table(source)
+        where = type(source).__name__
         lines = None
     else:
         fmt = infer_format(source, fmt)
@@ -238,8 +313,7 @@ def read_fields(
                     f"not {', '.join(bad)}"
                 )
         elif fmt == "jsonl":
-            table = _read_jsonl(where)
-            lines = table.pop("__line__")
+            table, lines = _read_jsonl(where)
         else:
             table = read_table(where, fmt)
     for f in names:
@@ -256,13 +330,15 @@ def read_fields(
 
 # ------------------------------------------------------------------ writers
 def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None) -> None:
-    """Write a table (dict of equally long lists) as CSV, JSONL or Parquet.
+    """Write a table (dict of equally long lists) as CSV, TSV, JSONL or Parquet.
+
+    The file is written to a temporary name and renamed when complete.
 
     Parameters
     ----------
     path : str or path-like
     table : dict of str to list
-    fmt : {"csv", "jsonl", "parquet"}, optional
+    fmt : {"csv", "tsv", "jsonl", "parquet"}, optional
         Default: from the extension.
     """
     fmt = infer_format(path, fmt)
@@ -274,19 +350,26 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
     n = lengths.pop() if lengths else 0
     p = os.fspath(path)
     cols = list(table)
-    if fmt == "csv":
-        with open(p, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh)
+    if fmt in ("csv", "tsv"):
+        with atomic_write(p, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh, dialect=_DIALECTS[fmt])
             w.writerow(cols)
             for i in range(n):
                 w.writerow([table[c][i] for c in cols])
     elif fmt == "jsonl":
-        with open(p, "w", encoding="utf-8", newline="\n") as fh:
+        with atomic_write(p, "w", encoding="utf-8", newline="\n") as fh:
             for i in range(n):
                 fh.write(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False) + "\n")
     elif fmt == "parquet":
         pa = require("pyarrow", "dataframe", "writing Parquet")
         pq = require("pyarrow.parquet", "dataframe", "writing Parquet")
-        pq.write_table(pa.table(table), p)
+        tmp = temporary_name(p)
+        try:
+            pq.write_table(pa.table(table), tmp)
+            os.replace(tmp, p)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
     else:
         raise ValueError(f"{p}: write DailyDialog files with overlap.dialogue.write_dialogues")
