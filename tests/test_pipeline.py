@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from overlap.pipeline import (
     summarize,
     tokenize_fields,
 )
+from overlap import TokenSets
 import _reference as ref
 
 
@@ -198,3 +200,86 @@ def test_clean_with_train_only(corpus):
     assert res.before == {} and list(res.after) == ["test"]
     assert [len(res.dialogues[k]) for k in ("train", "valid", "test")] == [
         res.report.dedup.kept - 6, 0, 6]
+
+
+# ------------------------------------------------------------ new behaviour
+def test_summary_counts_scores_at_least_the_threshold():
+    from overlap.pipeline import summarize_by
+
+    s = np.array([0.8, 0.8, 0.79999999, 1.0, 0.0, 2 * 4 / 10, 2 * 12 / 30])
+    got = summarize(s, at="0.8,1.0")
+    assert got.count(0.8) == 5 and got.count(1.0) == 1 and got.identical == 1
+    g = summarize_by(s, ["a", "b", "a", "b", None, "a", "a"], "lang", at=[0.8])
+    assert {k: v.count(0.8) for k, v in g.groups.items()} == {"a": 3, "b": 2, "(none)": 0}
+    assert g.overall == summarize(s, at=[0.8])
+    with pytest.raises(ValueError, match="at"):
+        summarize(s, at="0.5,x")
+    with pytest.raises(ValueError, match="at"):
+        summarize(s, at=[1.5])
+
+
+def test_scan_all_against_the_rest_matches_brute_force(corpus):
+    test = make_samples(corpus["test"])
+    res = scan(test)
+    fields_ = list(zip(bags(test.context), bags(test.response)))
+    want = ref.max_overlap(fields_, None)
+    assert res.within
+    assert [r[0][0] if r else 0.0 for r in want] == res.score.tolist()
+    t = res.to_table()
+    j = int(res.index[0])
+    assert t["match_response"][0] == (test.response[j] if j >= 0 else "")
+
+
+def test_dedup_keep_first_keeps_the_earliest_and_leaves_no_pair_above(corpus):
+    from overlap.pipeline.steps import _dedup_first
+
+    texts = [" ".join(d) for d in corpus["train"]]
+    units = (TokenSets.from_texts(texts),)
+    res = _dedup_first(units, 0.8, 2, False)
+    kept = [texts[i] for i in np.flatnonzero(res.keep)]
+    b = [(x,) for x in bags(kept)]
+    assert all(s <= 0.8 for row in ref.max_overlap(b, None) for s, _ in row)
+    for i in np.flatnonzero(~res.keep).tolist():
+        j = int(res.kept_for[i])
+        assert j < i and res.keep[j]  # removed for an earlier unit that stays
+    # the published method on the same units keeps as many or more
+    assert res.n_removed >= 1
+
+
+def test_clean_keeps_sizes_or_says_why(corpus):
+    n = sum(len(v) for v in corpus.values())
+    with pytest.raises(ValueError, match="never shrinks"):
+        clean(corpus, test_size=n // 2, valid_size=n // 2 - 3)
+    lines = []
+    clean(corpus, test_size=5, valid_size=4, log=lines.append)
+    assert lines[1].startswith("plan: new split test 5 and valid 4 dialogues")
+
+
+def test_outputs_refuse_and_roll_back(tmp_path):
+    from overlap.pipeline import OutputError, Outputs
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "a.txt").write_text("x")
+    with pytest.raises(OutputError, match="input"):
+        Outputs([src / "a.txt"]).file(src / "a.txt")
+    with pytest.raises(OutputError, match="inside the input folder"):
+        Outputs([src]).directory(src / "sub")
+    outs = Outputs([src])
+    d = outs.directory(tmp_path / "new" / "deeper")
+    files = [outs.file_in(d, n) for n in ("one.txt", "two.txt")]
+    outs.check()
+    with pytest.raises(RuntimeError):
+        with outs:
+            for f in files:
+                with open(outs.stage(f), "w") as fh:
+                    fh.write("data")
+            raise RuntimeError("midway")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]  # nothing, not even folders
+    outs = Outputs([src])
+    d = outs.directory(tmp_path / "new")
+    f = outs.file_in(d, "one.txt")
+    with outs:
+        with open(outs.stage(f), "w") as fh:
+            fh.write("data")
+    assert os.listdir(tmp_path / "new") == ["one.txt"] and outs.written == [f]

@@ -774,7 +774,8 @@ def clean_layout(source: Any, fmt: str | None = None) -> tuple[str, dict[str, st
         else:
             formats[k] = "dailydialog"
     unit = "dialogue" if formats.get("train") == "dailydialog" else "row"
-    return unit, {k: (f if f in _EXT else "jsonl") for k, f in formats.items()}
+    out = {k: (f if f in _EXT else "jsonl") for k, f in formats.items()}
+    return unit, {k: out.get(k, out.get("train", "jsonl")) for k in SPLITS}
 
 
 def _input_paths(source: Any) -> list[str]:
@@ -920,8 +921,9 @@ def clean(
     timed("read", t0)
 
     t0 = time.perf_counter()
-    say(f"scan: {', '.join(f'{k} ({len(orig_fields[k][0]):,} samples)' for k in evals)} "
-        f"against train ({len(orig_fields['train'][0]):,} samples)")
+    if evals:
+        say(f"scan: {', '.join(f'{k} ({len(orig_fields[k][0]):,} samples)' for k in evals)} "
+            f"against train ({len(orig_fields['train'][0]):,} samples)")
     before = {k: scan(list(orig_fields[k]), list(orig_fields["train"]), at=ts,
                       progress=progress, **opts) for k in evals}
     timed("scan_before", t0)
