@@ -537,12 +537,11 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     con.out(f"{evalf} {against} (fields: {', '.join(fields)}; each sample's best match; "
             f"counts of scores >= each threshold)")
     con.out("  " + res.summary.format("eval"))
-    if res.groups is not None:
-        con.out("")
-        con.out(f"by {args.by} (counts of scores >= each threshold):")
-        con.out(_indent(res.groups.format()))
     if args.train:
         con.out(f"  train: {len(res.train_texts[0]):,} samples")
+    if res.groups is not None:
+        con.out(f"  by {args.by} (counts of scores >= each threshold):")
+        con.out(_indent(_indent(res.groups.format())))
     with outs:
         if args.out:
             con.log("write: per-sample scores")

@@ -539,3 +539,32 @@ def test_version_and_help_describe_every_argument(tmp_path):
             assert action.help, (cmd, action.dest)
             if action.default not in (None, False) and action.dest != "help":
                 assert "default" in action.help, (cmd, action.dest)
+
+
+@pytest.mark.data
+def test_scan_mint_by_language_counts_the_exact_boundary(shared_data, tmp_path):
+    """The issue's command on the real MINT files: per-language counts, ties at 0.8 included."""
+    train, test = shared_data / "mint" / "train.csv", shared_data / "mint" / "test.csv"
+    if not (train.is_file() and test.is_file()):
+        pytest.skip("needs mint/train.csv and mint/test.csv in ../shared/data")
+    r = run("scan", "--train", str(train), "--eval", str(test), "--fields", "text",
+            "--by", "language", "--at", "0.8,1.0", "--summary", "g.csv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with open(test, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(train, newline="", encoding="utf-8") as fh:
+        train_texts = [x["text"] for x in csv.DictReader(fh)]
+    score = max_overlap(TokenSets.from_texts([x["text"] for x in rows]),
+                        TokenSets.from_texts(train_texts)).score
+    assert (score == 0.8).sum() > 0  # boundary ties exist in this data, and count below
+    with open(tmp_path / "g.csv", newline="", encoding="utf-8") as fh:
+        got = {x["language"]: x for x in csv.DictReader(fh)}
+    langs = np.array([x["language"] for x in rows])
+    for lang in set(langs.tolist()):
+        s = score[langs == lang]
+        assert int(got[lang]["n"]) == s.size
+        assert int(got[lang]["ge_0.8"]) == int(np.count_nonzero(s >= 0.8))
+        assert int(got[lang]["ge_1"]) == int(np.count_nonzero(s == 1.0))
+        assert re.search(rf"^\s+{lang}\s+{s.size:,}\s+{np.count_nonzero(s >= 0.8):,} ",
+                         r.stdout, re.M), lang
+    assert int(got["overall"]["ge_0.8"]) == int(np.count_nonzero(score >= 0.8))
