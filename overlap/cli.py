@@ -593,7 +593,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from .dedup import dedup
     from .pipeline.dialogue import EOU, read_dialogues, write_dialogues
     from .pipeline.output import Outputs
-    from .pipeline.steps import _dedup_first, tokenize_fields
+    from .pipeline.steps import dedup_first, tokenize_fields
     from .pipeline.tables import infer_format, read_fields, write_table
     from .search import ratio
     from .tokensets import TokenSets
@@ -629,7 +629,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
         what = "rows"
     con.log(f"dedup: at threshold {args.threshold:g}, keep {args.keep}")
     if args.keep == "first":
-        res = _dedup_first(ts, args.threshold, nt, con.progress)
+        res = dedup_first(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
     else:
         res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
     keep = res.keep.tolist()

@@ -568,3 +568,39 @@ def test_scan_mint_by_language_counts_the_exact_boundary(shared_data, tmp_path):
         assert re.search(rf"^\s+{lang}\s+{s.size:,}\s+{np.count_nonzero(s >= 0.8):,} ",
                          r.stdout, re.M), lang
     assert int(got["overall"]["ge_0.8"]) == int(np.count_nonzero(score >= 0.8))
+
+
+# ------------------------------------------------------------ progress in a log
+def test_progress_in_a_log_is_lines_not_carriage_returns(monkeypatch):
+    import io
+
+    from overlap import cli
+
+    clock = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: clock[0])
+    log = io.StringIO()  # not a terminal
+    con = cli.Console(stream=log)
+    assert not con.tty
+    con.log("scan: 1,000 eval against 5 train samples")
+    for done in range(0, 1001, 10):  # 100 updates over 20 s
+        clock[0] += 0.2
+        con.progress(done, 1000)
+    text = log.getvalue()
+    assert "\r" not in text
+    lines = text.splitlines()
+    assert lines[0].endswith("scan: 1,000 eval against 5 train samples")
+    bars = [x for x in lines if x.startswith("scan: ") and "/1,000" in x]
+    assert 3 <= len(bars) <= 6  # about one every 5 s, not one per update
+    assert bars[-1].startswith("scan: 1,000/1,000 (100.0%)")
+    assert con.timing_line(2).startswith("Time: ") and "scan " in con.timing_line(2)
+
+
+def test_quiet_console_writes_nothing():
+    import io
+
+    from overlap import cli
+
+    log = io.StringIO()
+    con = cli.Console(quiet=True, stream=log)
+    con.log("read: x")
+    assert con.progress is False and log.getvalue() == ""

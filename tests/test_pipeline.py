@@ -231,19 +231,30 @@ def test_scan_all_against_the_rest_matches_brute_force(corpus):
 
 
 def test_dedup_keep_first_keeps_the_earliest_and_leaves_no_pair_above(corpus):
-    from overlap.pipeline.steps import _dedup_first
+    from overlap.pipeline import dedup_dialogues, dedup_first
 
     texts = [" ".join(d) for d in corpus["train"]]
     units = (TokenSets.from_texts(texts),)
-    res = _dedup_first(units, 0.8, 2, False)
+    res = dedup_first(units, threshold=0.8, n_threads=2)
+    one = dedup_first(units, threshold=0.8, n_threads=1)
+    assert np.array_equal(res.keep, one.keep) and np.array_equal(res.kept_for, one.kept_for)
+    via = dedup_dialogues(corpus["train"], keep="first")
+    assert np.array_equal(via.keep, res.keep)
     kept = [texts[i] for i in np.flatnonzero(res.keep)]
     b = [(x,) for x in bags(kept)]
     assert all(s <= 0.8 for row in ref.max_overlap(b, None) for s, _ in row)
     for i in np.flatnonzero(~res.keep).tolist():
         j = int(res.kept_for[i])
         assert j < i and res.keep[j]  # removed for an earlier unit that stays
-    # the published method on the same units keeps as many or more
-    assert res.n_removed >= 1
+    # plain-Python reference of the rule: greedy in index order
+    b = bags(texts)
+    keep = []
+    for i, x in enumerate(b):
+        if not any(ref.sample_ratio((x,), (b[j],)) > 0.8 for j in keep):
+            keep.append(i)
+    assert np.flatnonzero(res.keep).tolist() == keep and res.n_removed >= 1
+    with pytest.raises(ValueError, match="keep"):
+        dedup_dialogues(corpus["train"], keep="last")
 
 
 def test_clean_keeps_sizes_or_says_why(corpus):

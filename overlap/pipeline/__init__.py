@@ -5,6 +5,10 @@ imports them):
 
 - :mod:`overlap.pipeline.steps` — the published dialogue-cleaning pipeline,
   one function per step, and :func:`clean` that runs them all;
+- :mod:`overlap.pipeline.report` — typed results: summaries at thresholds
+  (``>=``), per group, and the clean report;
+- :mod:`overlap.pipeline.output` — safe writing: never over an input, atomic
+  files, all-or-nothing sets of files;
 - :mod:`overlap.pipeline.tables` — readers and writers (CSV, TSV, JSONL,
   Parquet, DailyDialog text, pandas DataFrames, Hugging Face datasets);
 - :mod:`overlap.pipeline.dialogue` — DailyDialog-style files and samples;
@@ -26,6 +30,7 @@ from .steps import (
     ScanResult,
     clean,
     dedup_dialogues,
+    dedup_first,
     flatten,
     remove_duplicates,
     resplit,
@@ -55,6 +60,7 @@ __all__ = [
     "tokenize_fields",
     "scan",
     "dedup_dialogues",
+    "dedup_first",
     "resplit",
     "flatten",
     "remove_duplicates",

@@ -55,6 +55,7 @@ __all__ = [
     "tokenize_fields",
     "scan",
     "dedup_dialogues",
+    "dedup_first",
     "resplit",
     "flatten",
     "remove_duplicates",
@@ -369,6 +370,7 @@ def dedup_dialogues(
     dialogues: Sequence[Sequence[str]],
     *,
     threshold: float = 0.8,
+    keep: str = "most-overlapped",
     tokenizer: Tokenizer = "wordpunct",
     ngram: int = 1,
     n_threads: int | None = None,
@@ -384,6 +386,8 @@ def dedup_dialogues(
     dialogues : sequence of lists of str
     threshold : float in [0, 1], default 0.8
         A dialogue is removed when its ratio to a present one is strictly greater.
+    keep : {"most-overlapped", "first"}, default "most-overlapped"
+        The published method (:func:`overlap.dedup`), or :func:`dedup_first`.
     tokenizer, ngram, n_threads, progress
         As in :func:`scan`.
 
@@ -393,8 +397,12 @@ def dedup_dialogues(
     """
     texts = _dialogue_texts(dialogues, "dialogues")
     threshold = check_unit_interval(threshold, "threshold")
+    if keep not in KEEP:
+        raise ValueError(f"keep must be one of {', '.join(KEEP)}, got {keep!r}")
     nt = effective_n_threads(n_threads)
     units = TokenSets.from_texts(texts, tokenizer, ngram, n_threads=nt)
+    if keep == "first":
+        return dedup_first(units, threshold=threshold, n_threads=nt, progress=progress)
     return dedup(units, threshold=threshold, n_threads=nt, progress=progress)
 
 
@@ -694,8 +702,41 @@ def _take_rows(table: dict, idx: np.ndarray) -> dict:
     return {c: [v[i] for i in ix] for c, v in table.items()}
 
 
+def dedup_first(
+    units: TokenSets | Sequence[TokenSets],
+    *,
+    threshold: float = 0.8,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> DedupResult:
+    """Near-duplicate removal that keeps the earliest unit of every group.
+
+    Units are visited in index order; unit ``j`` is removed when a kept unit
+    ``i < j`` has ``R(i, j) > threshold`` (``kept_for[j]`` is the lowest such
+    ``i``).  One pass; no two kept units have ``R > threshold``.  The
+    published method (:func:`overlap.dedup`) instead keeps the unit a removed
+    one overlaps most with.
+
+    Parameters
+    ----------
+    units : TokenSets or sequence of TokenSets (one per field)
+    threshold : float in [0, 1], default 0.8
+    n_threads : int or None
+    progress : bool or callable f(done, total)
+        Progress of the threshold self-join.
+
+    Returns
+    -------
+    DedupResult
+        ``passes`` is 1; ``cluster`` and ``n_edges`` as in :func:`overlap.dedup`.
+    """
+    threshold = check_unit_interval(threshold, "threshold")
+    nt = effective_n_threads(n_threads)
+    fields = tokenize_fields(units, "units")
+    return _dedup_first(fields, threshold, nt, progress)
+
+
 def _dedup_first(fields: tuple, threshold: float, nt: int, progress: ProgressArg) -> DedupResult:
-    """Keep the first unit (lowest index) of near-duplicates: unit j goes when a kept i < j has R > t."""
     n = len(fields[0])
     t = max(threshold, float(np.nextafter(0.0, 1.0)))
     if n < 2:
