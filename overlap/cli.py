@@ -429,7 +429,7 @@ def cmd_demo(args: argparse.Namespace, con: Console) -> int:
     from .pipeline.demo import generate_corpus
     from .pipeline.dialogue import write_dialogues
     from .pipeline.output import Outputs
-    from .pipeline.steps import SPLIT_FILE_NAMES, clean, plan_clean_outputs, write_clean
+    from .pipeline.cleaning import SPLIT_FILE_NAMES, clean, plan_clean_outputs, write_clean
 
     nt = effective_n_threads(args.threads, "--threads")
     outs = Outputs(overwrite=args.overwrite)
@@ -482,7 +482,7 @@ def _clean_source(args: argparse.Namespace) -> Any:
 def cmd_clean(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
     from .pipeline.output import Outputs
-    from .pipeline.steps import (_input_paths, clean, clean_layout, plan_clean_outputs,
+    from .pipeline.cleaning import (_input_paths, clean, clean_layout, plan_clean_outputs,
                                  write_clean)
 
     nt = effective_n_threads(args.threads, "--threads")
@@ -509,7 +509,7 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
 def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
     from .pipeline.output import Outputs
-    from .pipeline.steps import scan
+    from .pipeline.scanning import scan
     from .pipeline.tables import infer_format, write_table
 
     nt = effective_n_threads(args.threads, "--threads")
@@ -593,7 +593,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from .dedup import dedup
     from .pipeline.dialogue import EOU, read_dialogues, write_dialogues
     from .pipeline.output import Outputs
-    from .pipeline.steps import dedup_first, tokenize_fields
+    from .pipeline.scanning import tokenize_fields
+    from .pipeline.steps import dedup_first
     from .pipeline.tables import infer_format, read_fields, write_table
     from .search import ratio
     from .tokensets import TokenSets

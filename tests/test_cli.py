@@ -394,7 +394,7 @@ def test_failure_midway_leaves_no_partial_set_of_outputs(corpus_dir, tmp_path):
         "    if 'test' in str(path):\n"
         "        raise OSError('disk full')\n"
         "    return orig(path, table, fmt)\n"
-        "import overlap.pipeline.steps as s\n"
+        "import overlap.pipeline.cleaning as s\n"
         "s.write_table = boom\n"
         "from overlap.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"

@@ -3,8 +3,12 @@
 Submodules (the core, ``overlap.tokensets``/``search``/``dedup``/``dask``, never
 imports them):
 
-- :mod:`overlap.pipeline.steps` — the published dialogue-cleaning pipeline,
-  one function per step, and :func:`clean` that runs them all;
+- :mod:`overlap.pipeline.scanning` — step 1: every sample's best match, the
+  summary at thresholds and per group;
+- :mod:`overlap.pipeline.steps` — the other steps of the published
+  dialogue-cleaning pipeline, one function per step;
+- :mod:`overlap.pipeline.cleaning` — :func:`clean`, all steps in one call, and
+  the files it writes;
 - :mod:`overlap.pipeline.report` — typed results: summaries at thresholds
   (``>=``), per group, and the clean report;
 - :mod:`overlap.pipeline.output` — safe writing: never over an input, atomic
@@ -15,31 +19,21 @@ imports them):
 - :mod:`overlap.pipeline.plot` — histograms (PNG or text);
 - :mod:`overlap.pipeline.demo` — a generated corpus with planted overlap.
 
-``from overlap.pipeline import scan, clean`` keeps working as before.
+``from overlap.pipeline import scan, clean`` keeps working as before; every
+name below is importable from ``overlap.pipeline``.
 """
 
+from .cleaning import CleanResult, clean, clean_layout, plan_clean_outputs, write_clean
+from .dialogue import SPLIT_FILE_NAMES
 from .output import OutputError, Outputs, atomic_write
-from .report import AT, CleanReport, GroupedSummary, summarize_by
-from .steps import (
-    KEEP,
-    SPLIT_FILE_NAMES,
-    THRESHOLDS,
-    CleanResult,
-    OverlapSummary,
-    Resplit,
-    ScanResult,
-    clean,
-    dedup_dialogues,
-    dedup_first,
-    flatten,
-    remove_duplicates,
-    resplit,
-    scan,
-    summarize,
-    tokenize_fields,
-    plan_clean_outputs,
-    write_clean,
-)
+from .report import (AT, CleanReport, GroupedSummary, OverlapSummary, summarize,
+                     summarize_by)
+from .scanning import ScanResult, scan, tokenize_fields
+from .steps import (KEEP, Resplit, dedup_dialogues, dedup_first, flatten, remove_duplicates,
+                    resplit)
+
+#: Former name of :data:`AT` (the summary thresholds, now compared with ``>=``).
+THRESHOLDS = AT
 
 __all__ = [
     "AT",
@@ -52,6 +46,7 @@ __all__ = [
     "OutputError",
     "atomic_write",
     "plan_clean_outputs",
+    "clean_layout",
     "OverlapSummary",
     "ScanResult",
     "Resplit",

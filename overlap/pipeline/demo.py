@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int, check_unit_interval, type_name
-from .dialogue import write_dialogues
+from .dialogue import SPLIT_FILE_NAMES, write_dialogues
 from ..tokensets import TokenSets
 
 __all__ = ["DemoCorpus", "generate_corpus", "write_corpus", "scale_fields"]
@@ -158,8 +158,6 @@ def write_corpus(directory: str | os.PathLike, corpus: DemoCorpus | dict) -> lis
     list of str
         The paths written.
     """
-    from .steps import SPLIT_FILE_NAMES
-
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"directory must be a str or path-like, got {type_name(directory)}")
     splits = corpus.splits if isinstance(corpus, DemoCorpus) else corpus

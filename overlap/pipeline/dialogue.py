@@ -14,6 +14,7 @@ from .output import atomic_write
 __all__ = [
     "EOU",
     "SPLITS",
+    "SPLIT_FILE_NAMES",
     "read_dialogues",
     "parse_dialogue",
     "Samples",
@@ -164,6 +165,13 @@ def _iter_dialogues(dialogues: Iterable) -> Iterable[Sequence[str]]:
 
 #: Canonical split names, in the order the pipeline uses them.
 SPLITS = ("train", "valid", "test")
+
+#: Files the pipeline writes the dialogues of each split to (DailyDialog's names).
+SPLIT_FILE_NAMES = {
+    "train": "dialogues_train.txt",
+    "valid": "dialogues_validation.txt",
+    "test": "dialogues_test.txt",
+}
 
 #: File names accepted for each split (DailyDialog's first, then plain ones).
 SPLIT_FILES = {
