@@ -604,3 +604,25 @@ def test_quiet_console_writes_nothing():
     con = cli.Console(quiet=True, stream=log)
     con.log("read: x")
     assert con.progress is False and log.getvalue() == ""
+
+
+def test_dedup_keep_first_and_report_with_texts(tmp_path):
+    from overlap.pipeline import dedup_first
+
+    rows = [("id", "text"), ("a", "how are you today"), ("b", "how are you today friend"),
+            ("c", "what time is it"), ("d", "how are you today my friend")]
+    with open(tmp_path / "in.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    r = run("dedup", "in.csv", "--fields", "text", "--threshold", "0.7", "--keep", "first",
+            "--out", "out.csv", "--report", "rep.json", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ts = TokenSets.from_texts([x[1] for x in rows[1:]])
+    ref = dedup_first(ts, threshold=0.7)
+    with open(tmp_path / "out.csv", newline="") as fh:
+        got = [x["id"] for x in csv.DictReader(fh)]
+    assert got == [x[0] for x, k in zip(rows[1:], ref.keep) if k] and got[0] == "a"
+    rep = json.loads((tmp_path / "rep.json").read_text())
+    assert rep["keep"] == "first" and rep["removed"] == ref.n_removed > 0
+    for u in rep["removed_units"]:
+        assert u["text"] == rows[1 + u["index"]][1]
+        assert u["kept_text"] == rows[1 + u["kept_for"]][1] and u["score"] > 0.7

@@ -278,7 +278,7 @@ def clean(
         raise TypeError(f"log must be callable or None, got {type_name(log)}")
     nt = effective_n_threads(n_threads)
     say = log or (lambda _msg: None)
-    opts = {"tokenizer": tokenizer, "ngram": ngram, "n_threads": nt}
+    opts: dict[str, Any] = {"tokenizer": tokenizer, "ngram": ngram, "n_threads": nt}
     timing: dict[str, float] = {}
     outputs = None
     if out is not None:
@@ -325,6 +325,7 @@ def clean(
                              for i, k in enumerate(names)])
     local = np.concatenate([np.arange(original[k].n, dtype=np.int64) for k in names])
     say(f"dedup: {total:,} {what} at threshold {threshold:g} (keep {keep})")
+    units: tuple[TokenSets, ...]
     if kind == "dialogue":
         pooled_texts = [" ".join(d) for k in names for d in original[k].units]
         units = (TokenSets.from_texts(pooled_texts, tokenizer, ngram, n_threads=nt),)
@@ -374,7 +375,8 @@ def clean(
         pooled = [d for k in names for d in original[k].units]
         new_dialogues = {k: [pooled[i] for i in pos.tolist()] for k, pos in new_pos.items()}
         flat = flatten(new_dialogues, turns)
-        new_fields = {k: (s.context, s.response) for k, s in flat.items()}
+        new_fields: dict[str, tuple[list, ...]] = {
+            k: (s.context, s.response) for k, s in flat.items()}
     else:
         pooled_cols = list(dict.fromkeys(c for k in names for c in original[k].units))
         pooled_table = {c: [v for k in names
@@ -426,7 +428,7 @@ def clean(
     formats = {k: formats.get(k, formats["train"]) for k in SPLITS}
     result = CleanResult(kind, new_dialogues, new_tables, samples, before, after, dd, report,
                          formats)
-    if outputs is not None:
+    if outputs is not None and out is not None:
         plan_clean_outputs(outputs, out, kind, formats)
         with outputs:
             write_clean(out, result, outputs=outputs)
@@ -465,7 +467,7 @@ def write_clean(out: str | os.PathLike, result: CleanResult, *, overwrite: bool 
     if not isinstance(result, CleanResult):
         raise TypeError(f"result must be a CleanResult, got {type_name(result)}")
     own = outputs is None
-    if own:
+    if outputs is None:
         outputs = Outputs(overwrite=overwrite)
         plan_clean_outputs(outputs, out, result.unit, result.formats)
         outputs.check()

@@ -165,7 +165,7 @@ def resplit(
     ):
         fields = tokenize_fields(units, "units")
     else:
-        texts = _dialogue_texts(units, "units")
+        texts = _dialogue_texts(units, "units")  # type: ignore[arg-type]
         fields = (TokenSets.from_texts(texts, tokenizer, ngram, n_threads=nt),)
     n = len(fields[0])
     if test_size + valid_size >= n:
