@@ -457,7 +457,7 @@ def cmd_demo(args: argparse.Namespace, con: Console) -> int:
         shown = _plot(con, outs, png, _histogram_series(res),
                       "Max overlap against train: before / after")
     _print_clean(con, res, args.out, nt, shown)
-    con.out(f"Next: overlap clean YOUR_DIR --out CLEAN_DIR  (see overlap clean --help)")
+    con.out("Next: overlap clean YOUR_DIR --out CLEAN_DIR  (see overlap clean --help)")
     return 0
 
 
