@@ -6,7 +6,6 @@ multi-field samples).  Every search is exact and gives the same result for every
 thread count.
 """
 
-from . import dialogue
 from ._openmp import openmp_enabled
 from ._threads import effective_n_threads
 from .dedup import DedupResult, dedup, exact_duplicates
@@ -38,3 +37,13 @@ __all__ = [
     "effective_n_threads",
 ]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ``overlap.dialogue`` (now ``overlap.pipeline.dialogue``) is imported on first
+    # use, so that importing the core never loads the application layer
+    if name == "dialogue":
+        import importlib
+
+        return importlib.import_module(".dialogue", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -14,6 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 __all__ = ["main", "build_parser"]
 
 PROG = "overlap"
@@ -25,11 +27,23 @@ class UsageError(Exception):
 
 # ----------------------------------------------------------------- terminal
 class Console:
-    """Where the CLI writes: results to stdout (unless quiet), progress to stderr."""
+    """Where the CLI writes: results to stdout, step lines and progress to stderr.
 
-    def __init__(self, quiet: bool = False) -> None:
+    Every step (reading, tokenizing, scanning, each pipeline step) gets one
+    stderr line with the time since the start, so a log shows where time went;
+    :meth:`timing_line` sums it up.  Progress bars: tqdm (or a ``\\r`` line)
+    when stderr is a terminal; in a log, a plain line at most every 5 seconds.
+    ``quiet`` prints nothing but results to stdout... and not even those.
+    """
+
+    def __init__(self, quiet: bool = False, stream: Any = None) -> None:
         self.quiet = quiet
+        self.err = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.err, "isatty", lambda: False)())
+        self.start = time.perf_counter()
         self.step = "working"
+        self._step_start: float | None = None
+        self.steps: dict[str, float] = {}
         self._bar: Any = None
         self._last = (-1, -1)
 
@@ -38,9 +52,27 @@ class Console:
             print(text, flush=True)
 
     def log(self, text: str) -> None:
-        """A pipeline step starts: name the next progress bar after it."""
-        self.close_bar()
+        """A step starts: close the previous one, print a stderr line, name the next bar."""
+        self.end_step()
         self.step = text.split(":")[0]
+        self._step_start = time.perf_counter()
+        if not self.quiet:
+            self.err.write(f"[{self._step_start - self.start:7.2f}s] {text}\n")
+            self.err.flush()
+
+    def end_step(self) -> None:
+        self.close_bar()
+        if self._step_start is not None:
+            took = time.perf_counter() - self._step_start
+            self.steps[self.step] = self.steps.get(self.step, 0.0) + took
+            self._step_start = None
+
+    def timing_line(self, n_threads: int) -> str:
+        """``Time: T on N thread(s) (step t, ...)`` for every step logged so far."""
+        self.end_step()
+        total = time.perf_counter() - self.start
+        steps = ", ".join(f"{k} {_fmt_s(v)}" for k, v in self.steps.items())
+        return f"Time: {_fmt_s(total)} on {n_threads} thread(s)" + (f" ({steps})" if steps else "")
 
     @property
     def progress(self) -> Any:
@@ -51,7 +83,7 @@ class Console:
         if self._bar is not None and (total != self._last[1] or done < self._last[0]):
             self.close_bar()
         if self._bar is None:
-            self._bar = _make_bar(total, self.step)
+            self._bar = _make_bar(total, self.step, self.err, self.tty)
         self._bar.update(done - max(self._last[0], 0))
         self._last = (done, total)
         if done >= total:
@@ -64,42 +96,67 @@ class Console:
         self._last = (-1, -1)
 
 
-class _DelayedTextBar:
-    """A stderr progress line that appears only once a step has run for a second."""
+class _TextBar:
+    """A progress line that appears once a step has run for a second.
 
-    def __init__(self, total: int, desc: str) -> None:
+    On a terminal it redraws itself with ``\\r``; in a log (``tty=False``) it
+    writes a new line at most every ``interval`` seconds, and one at the end.
+    """
+
+    def __init__(self, total: int, desc: str, stream: Any, tty: bool,
+                 interval: float = 5.0) -> None:
         self.total, self.desc, self.done = total, desc, 0
+        self.stream, self.tty, self.interval = stream, tty, interval
         self.start = time.monotonic()
+        self.last_shown = -1e9
         self.shown = False
+
+    def _line(self, elapsed: float) -> str:
+        pct = 100.0 * self.done / max(self.total, 1)
+        return f"{self.desc}: {self.done:,}/{self.total:,} ({pct:5.1f}%) {elapsed:5.1f}s"
 
     def update(self, n: int) -> None:
         self.done += n
-        elapsed = time.monotonic() - self.start
-        if elapsed >= 1.0:
-            self.shown = True
-            pct = 100.0 * self.done / max(self.total, 1)
-            sys.stderr.write(f"\r{self.desc}: {self.done:,}/{self.total:,} ({pct:5.1f}%) "
-                             f"{elapsed:5.1f}s")
-            sys.stderr.flush()
+        now = time.monotonic()
+        elapsed = now - self.start
+        if elapsed < 1.0:
+            return
+        if self.tty:
+            self.stream.write("\r" + self._line(elapsed))
+        elif now - self.last_shown >= self.interval:
+            self.stream.write(self._line(elapsed) + "\n")
+        else:
+            return
+        self.shown, self.last_shown = True, now
+        self.stream.flush()
 
     def close(self) -> None:
-        if self.shown:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        if not self.shown:
+            return
+        if self.tty:
+            self.stream.write("\n")
+        elif time.monotonic() - self.last_shown > 0:
+            self.stream.write(self._line(time.monotonic() - self.start) + "\n")
+        self.stream.flush()
 
 
-def _make_bar(total: int, desc: str) -> Any:
+def _make_bar(total: int, desc: str, stream: Any, tty: bool) -> Any:
+    if not tty:  # a log: plain lines, never carriage returns
+        return _TextBar(total, desc, stream, tty)
     try:
         from tqdm.auto import tqdm
     except ImportError:
-        return _DelayedTextBar(total, desc)
+        return _TextBar(total, desc, stream, tty)
     kwargs = dict(total=total, desc=desc, leave=False, unit="sample", dynamic_ncols=True,
-                  file=sys.stderr)
+                  file=stream, mininterval=0.5)
     try:
         return tqdm(delay=1.0, **kwargs)  # shown only once a step has run for a second
     except TypeError:  # tqdm older than 4.60 has no delay
-        return _DelayedTextBar(total, desc)
+        return _TextBar(total, desc, stream, tty)
 
+
+def _fmt_s(seconds: float) -> str:
+    return f"{seconds:.2f} s" if seconds >= 0.01 else f"{1000 * seconds:.1f} ms"
 
 # ------------------------------------------------------------------ parsing
 def _threads(text: str) -> int:
@@ -139,153 +196,220 @@ def _positive(text: str) -> int:
     return n
 
 
+def _thresholds(text: str) -> tuple:
+    from .pipeline.report import parse_thresholds
+
+    try:
+        return parse_thresholds(text, "--at")
+    except (TypeError, ValueError) as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _tokenizer_names() -> list[str]:
+    from .tokensets import TOKENIZERS
+
+    return list(TOKENIZERS)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``overlap`` command."""
     from . import __version__
-    from .io import FORMATS
+    from .pipeline.report import AT
+    from .pipeline.steps import KEEP
+    from .pipeline.tables import FORMATS
 
+    at_default = ",".join(f"{t:g}" for t in AT)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true",
-                        help="print nothing but errors; no progress bars")
+                        help="print nothing but errors: no results, step lines or progress bars")
     common.add_argument("--threads", type=_threads, default=None, metavar="N",
-                        help="threads for the kernels (default: all cores; -1 = all)")
+                        help="threads for the kernels (default: all usable cores; -1 = all, "
+                             "-2 = all but one); results never depend on it")
+    writes = argparse.ArgumentParser(add_help=False)
+    writes.add_argument("--overwrite", action="store_true",
+                        help="replace existing output files / write into a non-empty output "
+                             "folder (default: refuse). Inputs are never overwritten")
     tok = argparse.ArgumentParser(add_help=False)
-    tok.add_argument("--tokenizer", choices=["wordpunct", "whitespace", "char"],
-                     default="wordpunct", help="tokenizer preset (default: wordpunct)")
+    tok.add_argument("--tokenizer", choices=_tokenizer_names(), default="wordpunct",
+                     help="tokenizer preset (default: wordpunct)")
     tok.add_argument("--ngram", type=_positive, default=1, metavar="K",
-                     help="token n-grams (default: 1)")
+                     help="compare token K-grams (default: 1, single tokens)")
+    table = argparse.ArgumentParser(add_help=False)
+    table.add_argument("--format", choices=FORMATS, default=None,
+                       help="input format (default: from the extension: .txt = dailydialog, "
+                            ".csv, .tsv, .jsonl/.ndjson, .parquet)")
+    table.add_argument("--fields", default="context,response", metavar="COLS",
+                       help="comma-separated columns compared; the ratio of two samples is the "
+                            "minimum over them (default: context,response)")
+    table.add_argument("--turns", type=_positive, default=1, metavar="K",
+                       help="context turns when DailyDialog files are cut into (context, "
+                            "response) samples (default: 1)")
+    at = argparse.ArgumentParser(add_help=False)
+    at.add_argument("--at", type=_thresholds, default=AT, metavar="T1,T2,...",
+                    help="thresholds of the summary: counts and percentages of samples whose "
+                         f"best match scores >= each (default: {at_default})")
 
     p = argparse.ArgumentParser(
         prog=PROG,
         description="Exact train/test overlap, near-duplicate removal and re-splitting "
-                    "of dialogue (and other text) datasets.",
+                    "of dialogue and other text datasets.",
     )
-    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}",
+                   help="print the version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
 
-    d = sub.add_parser("demo", parents=[common],
+    d = sub.add_parser("demo", parents=[common, writes],
                        help="run the whole pipeline on a generated corpus (no download)",
                        description="Generate a small dialogue corpus with planted "
                                    "near-duplicates and train/test overlap, clean it, "
                                    "and show what happened.")
     d.add_argument("--out", default="overlap-demo-output", metavar="DIR",
-                   help="output folder (default: ./overlap-demo-output)")
+                   help="output folder, must be empty or new unless --overwrite "
+                        "(default: ./overlap-demo-output)")
     d.add_argument("--dialogues", type=_positive, default=2000, metavar="N",
                    help="train dialogues to generate (default: 2000; valid and test get N/10)")
-    d.add_argument("--seed", type=_count, default=0, help="corpus and split seed (default: 0)")
+    d.add_argument("--seed", type=_count, default=0, metavar="S",
+                   help="corpus and re-split seed (default: 0)")
     d.set_defaults(func=cmd_demo)
 
-    s = sub.add_parser("scan", parents=[common, tok],
-                       help="max overlap of every eval sample against train",
+    s = sub.add_parser("scan", parents=[common, writes, tok, table, at],
+                       help="max overlap of every eval sample against train (or within a file)",
                        description="For every eval sample, its best-matching train sample "
-                                   "and their overlap ratio (minimum over fields).")
-    s.add_argument("--train", required=True, metavar="FILE", help="training samples")
-    s.add_argument("--eval", required=True, metavar="FILE", dest="eval_",
+                                   "and their overlap ratio (minimum over fields). Without "
+                                   "--train, every sample of the file against all the others "
+                                   "(duplicates within one split).")
+    s.add_argument("file", nargs="?", metavar="FILE",
+                   help="the eval samples (same as --eval)")
+    s.add_argument("--eval", metavar="FILE", dest="eval_",
                    help="eval samples (e.g. the test split)")
-    s.add_argument("--format", choices=FORMATS, default=None,
-                   help="input format (default: from the extension; .txt = dailydialog)")
-    s.add_argument("--fields", default="context,response",
-                   help="comma-separated columns compared (default: context,response)")
-    s.add_argument("--turns", type=_positive, default=1, metavar="K",
-                   help="context turns for DailyDialog files (default: 1)")
-    s.add_argument("--out", metavar="FILE", help="per-sample scores (.csv, .jsonl or .parquet)")
-    s.add_argument("--plot", metavar="PNG", help="histogram of the scores as a PNG")
+    s.add_argument("--train", metavar="FILE",
+                   help="training samples (default: none, scan FILE against itself)")
+    s.add_argument("--by", metavar="COLUMN",
+                   help="also summarise per value of this eval column (e.g. language)")
+    s.add_argument("--out", metavar="FILE",
+                   help="per-sample output (.csv, .tsv, .jsonl or .parquet): every eval column, "
+                        "score, the match's index and both texts")
+    s.add_argument("--summary", metavar="FILE",
+                   help="write the summary (per group and overall with --by) as .csv, .tsv, "
+                        ".jsonl or .json")
+    s.add_argument("--plot", metavar="PNG", help="histogram of the scores as a PNG "
+                                                 "(default: a text histogram on stdout)")
     s.set_defaults(func=cmd_scan)
 
-    u = sub.add_parser("dedup", parents=[common, tok],
+    u = sub.add_parser("dedup", parents=[common, writes, tok],
                        help="iterative near-duplicate removal of a file's units",
                        description="Remove near-duplicate units (dialogues of a DailyDialog "
                                    "file, or rows of a table) with the iterative method.")
-    u.add_argument("input", metavar="INPUT", help="DailyDialog .txt, .csv, .jsonl or .parquet")
+    u.add_argument("input", metavar="INPUT", help="DailyDialog .txt, .csv, .tsv, .jsonl or "
+                                                  ".parquet")
+    u.add_argument("--out", required=True, metavar="OUTPUT",
+                   help="the kept units, in the format of its extension (required; never an "
+                        "input)")
     u.add_argument("--threshold", type=_unit, default=0.8,
                    help="remove units whose ratio to a kept one exceeds this (default: 0.8)")
-    u.add_argument("--out", required=True, metavar="OUTPUT",
-                   help="the kept units, in the format of its extension")
-    u.add_argument("--report", metavar="JSON", help="write a JSON report here")
+    u.add_argument("--keep", choices=KEEP, default="most-overlapped",
+                   help="which unit of near-duplicates stays: most-overlapped = the published "
+                        "method (a removed unit's best match stays), first = the earliest "
+                        "(default: most-overlapped)")
+    u.add_argument("--report", metavar="JSON",
+                   help="write a JSON report: counts and every removed unit with its text "
+                        "and the kept unit's")
     u.add_argument("--format", choices=FORMATS, default=None,
                    help="input format (default: from the extension)")
-    u.add_argument("--fields", default="context,response",
+    u.add_argument("--fields", default="context,response", metavar="COLS",
                    help="columns compared for tables (default: context,response)")
     u.set_defaults(func=cmd_dedup)
 
-    c = sub.add_parser("clean", parents=[common, tok],
-                       help="the whole pipeline on a DailyDialog-style folder",
+    c = sub.add_parser("clean", parents=[common, writes, tok, at],
+                       help="the whole pipeline on a DailyDialog-style folder or split files",
                        description="scan, dedup, re-split, flatten, remove exact duplicates, "
-                                   "write the new split and a report.")
-    c.add_argument("directory", metavar="DIR",
+                                   "write the new split and a report. Input: a folder (DIR) "
+                                   "or explicit --train/--valid/--test files of any name and "
+                                   "format.")
+    c.add_argument("directory", nargs="?", metavar="DIR",
                    help="folder with dialogues_{train,validation,test}.txt or "
                         "{train,valid,test}.txt")
-    c.add_argument("--out", required=True, metavar="DIR2", help="output folder")
+    c.add_argument("--train", metavar="FILE", help="train split file (instead of DIR)")
+    c.add_argument("--valid", metavar="FILE", help="validation split file (optional)")
+    c.add_argument("--test", metavar="FILE", help="test split file (optional)")
+    c.add_argument("--format", choices=FORMATS, default=None,
+                   help="format of the split files (default: from each extension)")
+    c.add_argument("--fields", default="context,response", metavar="COLS",
+                   help="columns compared for tables (default: context,response)")
+    c.add_argument("--out", required=True, metavar="DIR2",
+                   help="output folder (required; new or empty unless --overwrite; never "
+                        "inside an input folder)")
     c.add_argument("--test-size", type=_count, default=None, metavar="N",
-                   help="dialogues in the new test split (default: as in the input)")
+                   help="units in the new test split (default: as in the input; never shrunk)")
     c.add_argument("--valid-size", type=_count, default=None, metavar="N",
-                   help="dialogues in the new validation split (default: as in the input)")
+                   help="units in the new validation split (default: as in the input; "
+                        "never shrunk)")
     c.add_argument("--turns", type=_positive, default=1, metavar="K",
                    help="context turns of the samples (default: 1)")
     c.add_argument("--threshold", type=_unit, default=0.8,
-                   help="dedup threshold (default: 0.8)")
-    c.add_argument("--seed", type=_count, default=0, help="re-split seed (default: 0)")
+                   help="dedup threshold: remove units above it (default: 0.8)")
+    c.add_argument("--keep", choices=KEEP, default="most-overlapped",
+                   help="which unit of near-duplicates stays (default: most-overlapped, the "
+                        "published method; first = the earliest, train before valid/test)")
+    c.add_argument("--seed", type=_count, default=0, metavar="S",
+                   help="re-split seed (default: 0)")
     c.set_defaults(func=cmd_clean)
     return p
 
 
 # ----------------------------------------------------------------- commands
-def _plot_or_text(con: Console, path: str | None, series: dict, title: str) -> str | None:
-    """Save a PNG histogram; print a text one when matplotlib is missing."""
-    from .io import MissingExtra
-    from .plot import save_histogram, text_histogram
+def _plot(con: Console, outs: Any, path: str | None, series: dict, title: str) -> str | None:
+    """Stage a PNG histogram; print a text one when matplotlib is missing."""
+    from ._optional import MissingExtra
+    from .pipeline.plot import save_histogram, text_histogram
 
     if not series:  # no eval split: nothing to draw
         return None
     if path is not None:
         try:
-            return save_histogram(path, series, title=title)
+            save_histogram(outs.stage(path), series, title=title)
+            return path
         except MissingExtra as e:
             con.out(f"({e}; a text histogram instead)")
     con.out(text_histogram(series))
     return None
 
 
-def _fmt_s(seconds: float) -> str:
-    return f"{seconds:.2f} s" if seconds >= 0.01 else f"{1000 * seconds:.1f} ms"
-
-
-def _print_clean(con: Console, res: Any, out_dir: str, total_s: float, nt: int,
-                 png: str | None) -> None:
+def _print_clean(con: Console, res: Any, out_dir: str, nt: int, png: str | None) -> None:
     rep = res.report
+    what = "dialogues" if rep.unit == "dialogue" else "rows"
+    fields = "context and response" if rep.unit == "dialogue" else "the fields"
     con.out("")
-    con.out("Overlap of the ORIGINAL split (each eval sample's best match in train, "
-            "min over context and response):")
+    con.out(f"Overlap of the ORIGINAL split (each eval sample's best match in train, "
+            f"min over {fields}; counts of scores >= each threshold):")
     for k, r in res.before.items():
         con.out("  " + r.summary.format(k))
     if not res.before:
         con.out("  (the input has no valid or test split)")
-    d = rep["dedup"]
-    by = ", ".join(f"{v:,} {k}" for k, v in d["removed_by_original_split"].items())
+    d = rep.dedup
+    by = ", ".join(f"{v:,} {k}" for k, v in d.removed_by_split.items())
     con.out("")
-    con.out(f"Dedup (threshold {rep['settings']['threshold']:g}): removed {d['removed']:,} of "
-            f"{d['dialogues']:,} dialogues ({by}) in {d['passes']} passes; "
-            f"{d['pairs_above_threshold']:,} pairs above the threshold")
-    rs = rep["resplit"]
+    con.out(f"Dedup (threshold {rep.settings.threshold:g}, keep {rep.settings.keep}): removed "
+            f"{d.removed:,} of {d.units:,} {what} ({by}) in {d.passes} passes; "
+            f"{d.pairs_above_threshold:,} pairs above the threshold")
+    rs = rep.resplit
     con.out(f"Re-split: train {rs['train']:,} / valid {rs['valid']:,} / test {rs['test']:,} "
-            "dialogues (the least-overlapping dialogues went to valid and test)")
+            f"{what} (the least-overlapping {what} went to valid and test)")
     parts = []
-    for k, c in rep["samples"].items():
-        extra = f", {c['in_train']:,} also in train" if k != "train" else ""
-        parts.append(f"{k} {c['before']:,} -> {c['after']:,} "
-                     f"({c['duplicates_within']:,} duplicates{extra})")
+    for k, c in rep.samples.items():
+        extra = f", {c.in_train:,} also in train" if k != "train" else ""
+        parts.append(f"{k} {c.before:,} -> {c.after:,} ({c.duplicates_within:,} duplicates{extra})")
     con.out("Samples: " + "; ".join(parts))
     con.out("")
     con.out("Overlap of the NEW split:")
     for k, r in res.after.items():
         con.out("  " + r.summary.format(k))
-    t = rep["timing_s"]
-    steps = ", ".join(f"{k} {_fmt_s(v)}" for k, v in t.items())
     con.out("")
-    con.out(f"Time: {_fmt_s(total_s)} on {nt} thread(s) ({steps})")
+    con.out(con.timing_line(nt))
     con.out(f"Files in {out_dir}{os.sep}: " + ", ".join(os.path.basename(f) for f in res.files)
-            + (f", {os.path.basename(png)}" if png else ""))
+            + (f", {os.path.basename(png)}" if png else "")
+            + (" (report.json lists every removed unit with its text)" if d.removed else ""))
 
 
 def _histogram_series(res: Any) -> dict:
@@ -302,15 +426,21 @@ def _histogram_series(res: Any) -> dict:
 
 def cmd_demo(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .demo import generate_corpus, write_corpus
-    from .pipeline import clean
+    from .pipeline.demo import generate_corpus
+    from .pipeline.dialogue import write_dialogues
+    from .pipeline.output import Outputs
+    from .pipeline.cleaning import SPLIT_FILE_NAMES, clean, plan_clean_outputs, write_clean
 
     nt = effective_n_threads(args.threads, "--threads")
-    t_start = time.perf_counter()
-    n = args.dialogues
-    corpus = generate_corpus(n, max(1, n // 10), max(1, n // 10), seed=args.seed)
+    outs = Outputs(overwrite=args.overwrite)
+    plan_clean_outputs(outs, args.out, "dialogue", {})
     corpus_dir = os.path.join(args.out, "corpus")
-    write_corpus(corpus_dir, corpus)
+    corpus_files = {k: outs.file_in(corpus_dir, v) for k, v in SPLIT_FILE_NAMES.items()}
+    png = outs.file_in(args.out, "overlap_hist.png")
+    outs.check()
+    n = args.dialogues
+    con.log("generate: a dialogue corpus with planted overlap")
+    corpus = generate_corpus(n, max(1, n // 10), max(1, n // 10), seed=args.seed)
     sp = corpus.splits
     con.out(f"overlap demo: a generated corpus of {len(sp['train']):,} train, "
             f"{len(sp['valid']):,} valid and {len(sp['test']):,} test dialogues "
@@ -318,78 +448,138 @@ def cmd_demo(args: argparse.Namespace, con: Console) -> int:
     con.out(f"  planted: {corpus.near_duplicates:,} near-duplicate train dialogues; "
             f"{corpus.leaked['valid']:,} valid and {corpus.leaked['test']:,} test dialogues "
             "copied from train with small edits")
-    t0 = time.perf_counter()
-    res = clean(corpus_dir, args.out, seed=args.seed, n_threads=nt,
-                progress=con.progress, log=con.log)
-    total = time.perf_counter() - t0
-    png = _plot_or_text(con, os.path.join(args.out, "overlap_hist.png"),
-                        _histogram_series(res), "Max overlap against train: before / after")
-    _print_clean(con, res, args.out, total, nt, png)
-    con.out(f"Done in {_fmt_s(time.perf_counter() - t_start)}. Next: "
-            f"overlap clean YOUR_DIR --out CLEAN_DIR  (see overlap --help)")
+    with outs:
+        for k, path in corpus_files.items():
+            write_dialogues(outs.stage(path), sp[k])
+        res = clean(sp, seed=args.seed, n_threads=nt, progress=con.progress, log=con.log)
+        con.log("write: the new split, the report and the histogram")
+        write_clean(args.out, res, outputs=outs)
+        shown = _plot(con, outs, png, _histogram_series(res),
+                      "Max overlap against train: before / after")
+    _print_clean(con, res, args.out, nt, shown)
+    con.out("Next: overlap clean YOUR_DIR --out CLEAN_DIR  (see overlap clean --help)")
     return 0
+
+
+def _clean_source(args: argparse.Namespace) -> Any:
+    files = {k: getattr(args, k) for k in ("train", "valid", "test") if getattr(args, k)}
+    if args.directory and files:
+        raise UsageError("give either DIR or --train/--valid/--test files, not both")
+    if args.directory:
+        if not os.path.isdir(args.directory):
+            raise UsageError(f"{args.directory}: not a directory")
+        return args.directory
+    if not files:
+        raise UsageError("give a folder DIR or at least --train FILE")
+    if "train" not in files:
+        raise UsageError("--train FILE is required with --valid/--test")
+    for k, f in files.items():
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"{f}: no such file (--{k})")
+    return files
 
 
 def cmd_clean(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .pipeline import clean
+    from .pipeline.output import Outputs
+    from .pipeline.cleaning import (_input_paths, clean, clean_layout, plan_clean_outputs,
+                                 write_clean)
 
     nt = effective_n_threads(args.threads, "--threads")
-    if not os.path.isdir(args.directory):
-        raise UsageError(f"{args.directory}: not a directory")
-    t0 = time.perf_counter()
-    res = clean(args.directory, args.out, threshold=args.threshold, test_size=args.test_size,
-                valid_size=args.valid_size, turns=args.turns, seed=args.seed,
+    source = _clean_source(args)
+    outs = Outputs(_input_paths(source), overwrite=args.overwrite)
+    unit, formats = clean_layout(source, args.format)
+    plan_clean_outputs(outs, args.out, unit, formats)
+    png = outs.file_in(args.out, "overlap_hist.png")
+    outs.check()
+    res = clean(source, fields=args.fields, fmt=args.format,
+                threshold=args.threshold, keep=args.keep, test_size=args.test_size,
+                valid_size=args.valid_size, turns=args.turns, seed=args.seed, at=args.at,
                 tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
                 progress=con.progress, log=con.log)
-    total = time.perf_counter() - t0
-    png = _plot_or_text(con, os.path.join(args.out, "overlap_hist.png"),
-                        _histogram_series(res), "Max overlap against train: before / after")
-    _print_clean(con, res, args.out, total, nt, png)
+    with outs:
+        con.log("write: the new split, the report and the histogram")
+        write_clean(args.out, res, outputs=outs)
+        shown = _plot(con, outs, png, _histogram_series(res),
+                      "Max overlap against train: before / after")
+    _print_clean(con, res, args.out, nt, shown)
     return 0
 
 
 def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .io import infer_format, read_fields, write_table
-    from .pipeline import scan
+    from .pipeline.output import Outputs
+    from .pipeline.scanning import scan
+    from .pipeline.tables import infer_format, write_table
 
     nt = effective_n_threads(args.threads, "--threads")
+    if args.file and args.eval_:
+        raise UsageError("give the eval file once: FILE or --eval FILE")
+    evalf = args.file or args.eval_
+    if not evalf:
+        raise UsageError("give the eval file: overlap scan FILE (or --eval FILE) [--train TRAIN]")
     fields = [f.strip() for f in args.fields.split(",")]
-    if args.out:
-        infer_format(args.out)
-    t0 = time.perf_counter()
-    train_cols, train_tab = read_fields(args.train, fields, args.format, turns=args.turns)
-    eval_cols, eval_tab = read_fields(args.eval_, fields, args.format, turns=args.turns)
-    con.log("scan")
-    res = scan(eval_cols, train_cols, tokenizer=args.tokenizer, ngram=args.ngram,
-               n_threads=nt, progress=con.progress)
-    elapsed = time.perf_counter() - t0
-    con.out(f"{args.eval_} against {args.train} (fields: {', '.join(fields)})")
-    con.out("  " + res.summary.format("eval"))
-    con.out(f"  train: {len(train_cols[0]):,} samples; time {_fmt_s(elapsed)} on {nt} thread(s)")
-    if args.out:
-        table: dict[str, list] = {"eval_index": list(range(len(res))),
-                                  "score": res.score.tolist(),
-                                  "train_index": res.index.tolist()}
-        idx = res.index.tolist()
-        for f, ec, tc in zip(fields, eval_cols, train_cols):
-            table[f"eval_{f}"] = ec
-            table[f"train_{f}"] = [tc[j] if j >= 0 else "" for j in idx]
-        write_table(args.out, table)
-        con.out(f"  scores written to {args.out}")
+    inputs = [evalf] + ([args.train] if args.train else [])
+    outs = Outputs(inputs, overwrite=args.overwrite)
+    for path in (args.out, args.summary):
+        if path:
+            if not (path == args.summary and path.lower().endswith(".json")):
+                infer_format(path)
+            outs.file(path)
     if args.plot:
-        png = _plot_or_text(con, args.plot, {"eval": res.score},
-                            "Max overlap of eval samples against train")
-        if png:
-            con.out(f"  histogram written to {png}")
-    else:
-        con.out(_indent(_text_hist(res.score)))
+        outs.file(args.plot)
+    outs.check()
+    res = scan(evalf, args.train, fields=fields, at=args.at, by=args.by, turns=args.turns,
+               fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
+               progress=con.progress, log=con.log)
+    con.end_step()
+    against = f"against {args.train}" if args.train else "against the rest of the file"
+    con.out(f"{evalf} {against} (fields: {', '.join(fields)}; each sample's best match; "
+            f"counts of scores >= each threshold)")
+    con.out("  " + res.summary.format("eval"))
+    if args.train:
+        con.out(f"  train: {len(res.train_texts[0]):,} samples")
+    if res.groups is not None:
+        con.out(f"  by {args.by} (counts of scores >= each threshold):")
+        con.out(_indent(_indent(res.groups.format())))
+    with outs:
+        if args.out:
+            con.log("write: per-sample scores")
+            write_table(outs.stage(args.out), res.to_table())
+        if args.summary:
+            _write_summary(outs.stage(args.summary), args.summary, res)
+        shown = None
+        if args.plot:
+            shown = _plot(con, outs, args.plot, {"eval": res.score},
+                          "Max overlap of eval samples against " +
+                          ("train" if args.train else "the rest"))
+        else:
+            con.out(_indent(_text_hist(res.score)))
+    con.out("  " + con.timing_line(nt))
+    for label, path in (("scores", args.out), ("summary", args.summary), ("histogram", shown)):
+        if path:
+            con.out(f"  {label} written to {path}")
     return 0
 
 
+def _write_summary(tmp: str, final: str, res: Any) -> None:
+    from .pipeline.tables import write_table
+
+    if res.groups is not None:
+        table = res.groups.table()
+    else:
+        table = {k: [v] for k, v in {"group": "overall", **res.summary.as_dict()}.items()}
+    if final.lower().endswith(".json"):
+        rows = [dict(zip(table, vals)) for vals in zip(*table.values())]
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(rows, fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+    else:
+        write_table(tmp, table, None if not final.lower().endswith(".json") else "jsonl")
+
+
 def _text_hist(scores: Any) -> str:
-    from .plot import text_histogram
+    from .pipeline.plot import text_histogram
 
     return text_histogram(scores)
 
@@ -400,10 +590,14 @@ def _indent(text: str) -> str:
 
 def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .dialogue import read_dialogues, write_dialogues
-    from .io import infer_format, read_fields, write_table
-    from .pipeline import dedup_dialogues, tokenize_fields
     from .dedup import dedup
+    from .pipeline.dialogue import EOU, read_dialogues, write_dialogues
+    from .pipeline.output import Outputs
+    from .pipeline.scanning import tokenize_fields
+    from .pipeline.steps import dedup_first
+    from .pipeline.tables import infer_format, read_fields, write_table
+    from .search import ratio
+    from .tokensets import TokenSets
 
     nt = effective_n_threads(args.threads, "--threads")
     in_fmt = infer_format(args.input, args.format)
@@ -411,48 +605,72 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     if (in_fmt == "dailydialog") != (out_fmt == "dailydialog"):
         raise UsageError(f"{args.out}: a {in_fmt} input must be written as {in_fmt} "
                          f"(got {out_fmt})")
-    t0 = time.perf_counter()
-    con.log("dedup")
+    outs = Outputs([args.input], overwrite=args.overwrite)
+    outs.file(args.out)
+    if args.report:
+        outs.file(args.report)
+    outs.check()
+    con.log(f"read: {args.input}")
     if in_fmt == "dailydialog":
         if not os.path.isfile(args.input):
             raise FileNotFoundError(f"{args.input}: no such file")
         units = read_dialogues(args.input)
-        res = dedup_dialogues(units, threshold=args.threshold, tokenizer=args.tokenizer,
-                              ngram=args.ngram, n_threads=nt, progress=con.progress)
-        write_dialogues(args.out, [u for u, k in zip(units, res.keep) if k])
+        texts = [f" {EOU} ".join(u) for u in units]
+        con.log("tokenize: dialogues")
+        ts: tuple = (TokenSets.from_texts([" ".join(u) for u in units], args.tokenizer,
+                                          args.ngram, n_threads=nt),)
         what = "dialogues"
     else:
         fields = [f.strip() for f in args.fields.split(",")]
         cols, table = read_fields(args.input, fields, in_fmt)
+        texts = [" | ".join(x) for x in zip(*cols)]
+        con.log("tokenize: the fields")
         ts = tokenize_fields(cols, "fields", tokenizer=args.tokenizer, ngram=args.ngram,
                              n_threads=nt)
-        res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
-        keep = res.keep.tolist()
-        write_table(args.out, {k: [v for v, m in zip(col, keep) if m]
-                               for k, col in table.items()}, out_fmt)
         what = "rows"
-    elapsed = time.perf_counter() - t0
+    con.log(f"dedup: at threshold {args.threshold:g}, keep {args.keep}")
+    if args.keep == "first":
+        res = dedup_first(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
+    else:
+        res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
+    keep = res.keep.tolist()
+    with outs:
+        con.log(f"write: {args.out}")
+        if in_fmt == "dailydialog":
+            write_dialogues(outs.stage(args.out), [u for u, k in zip(units, keep) if k])
+        else:
+            write_table(outs.stage(args.out), {k: [v for v, m in zip(col, keep) if m]
+                                               for k, col in table.items()}, out_fmt)
+        if args.report:
+            removed = np.flatnonzero(~res.keep)
+            kept_for = res.kept_for[removed]
+            scores = (ratio(tuple(t.take(removed) for t in ts),
+                            tuple(t.take(kept_for) for t in ts), n_threads=nt)
+                      if removed.size else np.zeros(0))
+            n = res.keep.shape[0]
+            report = {
+                "input": args.input, "output": args.out, "threshold": args.threshold,
+                "keep": args.keep, "units": int(n), "removed": res.n_removed,
+                "kept": int(n - res.n_removed), "passes": res.passes,
+                "pairs_above_threshold": res.n_edges,
+                "removed_units": [{"index": int(i), "kept_for": int(j), "score": float(s),
+                                   "cluster": int(res.cluster[i]), "text": texts[i],
+                                   "kept_text": texts[j]}
+                                  for i, j, s in zip(removed.tolist(), kept_for.tolist(),
+                                                     scores.tolist())],
+            }
+            with open(outs.stage(args.report), "w", encoding="utf-8") as fh:
+                json.dump(report, fh, indent=2, ensure_ascii=False)
+                fh.write("\n")
     n = res.keep.shape[0]
     con.out(f"{args.input}: removed {res.n_removed:,} of {n:,} {what} "
-            f"(threshold {args.threshold:g}, {res.passes} passes, "
-            f"{res.n_edges:,} pairs above the threshold) in {_fmt_s(elapsed)}")
+            f"(threshold {args.threshold:g}, keep {args.keep}, {res.passes} passes, "
+            f"{res.n_edges:,} pairs above the threshold)")
     con.out(f"  kept {n - res.n_removed:,} {what} -> {args.out}")
     if args.report:
-        removed = [int(i) for i in (~res.keep).nonzero()[0]]
-        report = {
-            "input": args.input, "output": args.out, "threshold": args.threshold,
-            "units": int(n), "removed": res.n_removed, "kept": int(n - res.n_removed),
-            "passes": res.passes, "pairs_above_threshold": res.n_edges,
-            "seconds": round(elapsed, 4),
-            "removed_units": [{"index": i, "kept_for": int(res.kept_for[i]),
-                               "cluster": int(res.cluster[i])} for i in removed],
-        }
-        with open(args.report, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2)
-            fh.write("\n")
-        con.out(f"  report -> {args.report}")
+        con.out(f"  report (every removed unit with its text) -> {args.report}")
+    con.out("  " + con.timing_line(nt))
     return 0
-
 
 # --------------------------------------------------------------------- main
 def main(argv: Sequence[str] | None = None) -> int:

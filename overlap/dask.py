@@ -29,7 +29,7 @@ from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, make_progress
 from ._validation import check_int, check_unit_interval, type_name
 from .dedup import DedupResult, dedup_from_edges
-from .io import require
+from ._optional import require
 from .search import Fields, JoinResult, MaxOverlapResult, OverlapIndex
 
 __all__ = ["max_overlap", "overlap_join", "dedup", "shard_bounds"]

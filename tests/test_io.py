@@ -135,3 +135,61 @@ def test_save_histogram_png(tmp_path):
     assert "matplotlib.pyplot" not in sys.modules or matplotlib.get_backend() == backend
     with pytest.raises(ValueError, match="series"):
         save_histogram(tmp_path / "x.png", {"a": [2.0]})
+
+
+def test_csv_field_longer_than_the_csv_module_default_reads_back(tmp_path):
+    """The csv module stops at 131,072 characters; the tool writes longer texts."""
+    import csv as _csv
+
+    long = "word " * 40_000  # 200,000 characters
+    p = tmp_path / "long.csv"
+    write_table(p, {"text": [long, "short"]})
+    limit = _csv.field_size_limit()
+    assert read_table(p) == {"text": [long, "short"]}
+    assert _csv.field_size_limit() == limit  # the module's global is restored
+
+
+def test_jsonl_column_named_line_is_kept(tmp_path):
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"text": "a", "__line__": 7}\n{"text": "b", "__line__": 9}\n')
+    assert read_table(p) == {"text": ["a", "b"], "__line__": [7, 9]}
+    cols, table = read_fields(p, "text")
+    assert table["__line__"] == [7, 9]
+    p.write_text('{"text": "a"}\n\n{"text": 5}\n')
+    with pytest.raises(ValueError, match=r"t.jsonl:3:"):  # line numbers still right
+        read_fields(p, "text")
+
+
+def test_tsv_round_trip(tmp_path):
+    p = tmp_path / "t.tsv"
+    write_table(p, TABLE)
+    assert infer_format(p) == "tsv" and "\t" in p.read_text().splitlines()[0]
+    assert read_table(p) == TABLE
+
+
+def test_hf_dataset_and_dict_sources():
+    from overlap.pipeline import scan
+
+    datasets = pytest.importorskip("datasets", reason="needs the optional datasets package")
+    ds = datasets.Dataset.from_dict({"text": ["the cat sat", "a dog", "the cat sat down"],
+                                     "lang": ["en", "en", "fr"], "id": [10, 11, 12]})
+    cols, table = read_fields(ds, "text")
+    assert cols == [["the cat sat", "a dog", "the cat sat down"]] and table["id"] == [10, 11, 12]
+    res = scan(ds, {"text": ["the cat sat", "zzz"], "id": ["x", "y"]}, fields="text", by="lang")
+    out = res.to_table()
+    assert out["id"] == [10, 11, 12] and out["train_id"] == ["x", None, "x"]
+    assert out["score"][0] == 1.0 and res.groups.groups["en"].n == 2
+
+
+def test_dataframe_columns_travel_through():
+    pd = pytest.importorskip("pandas", reason="DataFrames need the dataframe extra (pandas)")
+    from overlap.pipeline import scan
+
+    df = pd.DataFrame({"text": ["a b c d e", "f g"], "language": ["English", "Chinese"],
+                       "label": [1.5, 2.0]})
+    train = pd.DataFrame({"text": ["a b c d x"]})
+    res = scan(df, train, fields=["text"], by="language", at=[0.8])
+    assert res.score[0] == 0.8 and res.summary.count(0.8) == 1  # exactly 0.8 counts (>=)
+    t = res.to_table()
+    assert t["label"] == [1.5, 2.0] and t["language"] == ["English", "Chinese"]
+    assert res.groups.rows()[-1]["language"] == "overall"

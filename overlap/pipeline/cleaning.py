@@ -1,0 +1,506 @@
+"""The whole pipeline in one call: :func:`clean`, and :func:`write_clean` for its files.
+
+Input: a DailyDialog-style folder, a mapping of split name to dialogues, or to
+files of any name and format, or to tables.  A unit is a dialogue (cut into
+(context, response) samples) or a table row.  The output folder is checked
+before any work and written all at once (:mod:`overlap.pipeline.output`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._progress import ProgressArg
+from .._threads import effective_n_threads
+from .._validation import check_int, check_unit_interval, type_name
+from ..dedup import DedupResult, dedup
+from ..search import ratio
+from ..tokensets import Tokenizer, TokenSets
+from .dialogue import (EOU, SPLIT_FILE_NAMES, SPLITS, find_split_files, read_dialogues,
+                       write_dialogues)
+from .output import Outputs
+from .report import AT, CleanReport, CleanSettings, DedupCounts, parse_thresholds
+from .scanning import Log, scan, tokenize_fields
+from .steps import KEEP, _dedup_first, _exact_duplicate_masks, flatten, resplit
+from .tables import infer_format, read_fields, write_table
+
+__all__ = ["CleanResult", "clean", "write_clean", "plan_clean_outputs", "clean_layout",
+           "SPLIT_FILE_NAMES"]
+
+
+@dataclass
+class CleanResult:
+    """Everything :func:`clean` produced.
+
+    Attributes
+    ----------
+    unit : str
+        ``"dialogue"`` (DailyDialog-style input) or ``"row"`` (table input).
+    dialogues : dict of str to list of dialogues
+        The new split (after dedup and re-split); empty for table input.
+    tables : dict of str to table
+        The cleaned rows of every new split (table input); empty for dialogues.
+    samples : dict of str to Samples
+        The cleaned (context, response) samples of every split (dialogue input).
+    before, after : dict of str to ScanResult
+        Each eval split scanned against train, on the original and the new split.
+    dedup : DedupResult
+        Over the pooled units (original train, then valid, then test).
+    report : CleanReport
+        Counts per step (with every removed unit and its text), both
+        distributions, settings and timings; ``report.as_dict()`` is ``report.json``.
+    files : list of str
+        Paths written by :func:`write_clean` (empty until then).
+    """
+
+    unit: str
+    dialogues: dict
+    tables: dict
+    samples: dict
+    before: dict
+    after: dict
+    dedup: DedupResult
+    report: CleanReport
+    formats: dict = field(default_factory=dict)
+    files: list = field(default_factory=list)
+
+
+@dataclass
+class _Split:
+    """One split of the input: dialogues, or a table with its compared columns."""
+
+    units: Any          # list of dialogues, or a table (dict of columns)
+    columns: list       # text columns compared (table input)
+    n: int
+    path: str | None = None
+    fmt: str = "jsonl"
+
+
+def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, dict]:
+    """(unit kind, split name -> _Split) of a folder, a mapping of dialogues or of files."""
+    if isinstance(source, (str, os.PathLike)):
+        paths = find_split_files(source)
+        splits = {k: read_dialogues(p) for k, p in paths.items()}
+        return "dialogue", {k: _Split(d, [], len(d), paths[k], "dailydialog")
+                            for k, d in splits.items()}
+    if not isinstance(source, Mapping):
+        raise TypeError("source must be a folder path or a mapping of split name to "
+                        f"dialogues, files or tables, got {type_name(source)}")
+    bad = [k for k in source if k not in SPLITS]
+    if bad:
+        raise ValueError(f"source: unknown split name(s) {bad}; expected {list(SPLITS)}")
+    if "train" not in source:
+        raise ValueError("source must hold a 'train' split")
+    out: dict[str, _Split] = {}
+    kinds = set()
+    for k in SPLITS:
+        if k not in source:
+            continue
+        v = source[k]
+        if isinstance(v, (str, os.PathLike)):
+            f = infer_format(v, fmt)
+            p = os.fspath(v)
+            if f == "dailydialog":
+                if not os.path.isfile(p):
+                    raise FileNotFoundError(f"{p}: no such file")
+                out[k] = _Split(read_dialogues(p), [], 0, p, f)
+                kinds.add("dialogue")
+            else:
+                cols, table = read_fields(p, fields or ("context", "response"), f)
+                out[k] = _Split(table, cols, 0, p, f)
+                kinds.add("row")
+        elif isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
+            cols, table = read_fields(v, fields or ("context", "response"))
+            out[k] = _Split(table, cols, 0)
+            kinds.add("row")
+        else:
+            out[k] = _Split(list(v), [], 0)
+            kinds.add("dialogue")
+    if len(kinds) > 1:
+        raise ValueError("source: every split must be of the same kind (all DailyDialog "
+                         "dialogues or all tables)")
+    kind = kinds.pop()
+    for sp in out.values():
+        sp.n = len(sp.units) if kind == "dialogue" else len(sp.columns[0])
+    if kind == "row":
+        widths = {len(sp.columns) for sp in out.values()}
+        if len(widths) > 1:
+            raise ValueError("source: every split must have the same fields")
+    return kind, out
+
+
+def _take_rows(table: dict, idx: np.ndarray) -> dict:
+    ix = idx.tolist()
+    return {c: [v[i] for i in ix] for c, v in table.items()}
+
+
+def _unit_text(kind: str, sp: _Split, i: int) -> str:
+    if kind == "dialogue":
+        return f" {EOU} ".join(sp.units[i])
+    return " | ".join(col[i] for col in sp.columns)
+
+
+def clean_layout(source: Any, fmt: str | None = None) -> tuple[str, dict[str, str]]:
+    """(unit kind, output format per split) of a :func:`clean` source, without reading it.
+
+    For planning the output files (:func:`plan_clean_outputs`) before any work.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        return "dialogue", {}
+    if not isinstance(source, Mapping):
+        raise TypeError("source must be a folder path or a mapping of split name to "
+                        f"dialogues, files or tables, got {type_name(source)}")
+    formats = {}
+    for k, v in source.items():
+        if isinstance(v, (str, os.PathLike)):
+            formats[k] = infer_format(v, fmt)
+        elif isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
+            formats[k] = "jsonl"
+        else:
+            formats[k] = "dailydialog"
+    unit = "dialogue" if formats.get("train") == "dailydialog" else "row"
+    out = {k: (f if f in _EXT else "jsonl") for k, f in formats.items()}
+    return unit, {k: out.get(k, out.get("train", "jsonl")) for k in SPLITS}
+
+
+def _input_paths(source: Any) -> list[str]:
+    if isinstance(source, (str, os.PathLike)):
+        return [os.fspath(source)]
+    if isinstance(source, Mapping):
+        return [os.fspath(v) for v in source.values() if isinstance(v, (str, os.PathLike))]
+    return []
+
+
+def plan_clean_outputs(outputs: Outputs, out: str | os.PathLike, unit: str,
+                       formats: Mapping[str, str], splits: Sequence[str] = SPLITS) -> list[str]:
+    """Plan (in ``outputs``) the files :func:`write_clean` writes into folder ``out``."""
+    d = outputs.directory(out)
+    names = []
+    for k in splits:
+        if unit == "dialogue":
+            names += [SPLIT_FILE_NAMES[k], f"{k}.jsonl"]
+        else:
+            names.append(f"{k}.{_EXT[formats.get(k, 'jsonl')]}")
+    names.append("report.json")
+    return [outputs.file_in(d, n) for n in names]
+
+
+_EXT = {"csv": "csv", "tsv": "tsv", "jsonl": "jsonl", "parquet": "parquet"}
+
+
+def clean(
+    source: Any,
+    out: str | os.PathLike | None = None,
+    *,
+    fields: Sequence[str] | str | None = None,
+    fmt: str | None = None,
+    threshold: float = 0.8,
+    keep: str = "most-overlapped",
+    test_size: int | None = None,
+    valid_size: int | None = None,
+    turns: int = 1,
+    seed: int = 0,
+    at: Any = AT,
+    tokenizer: Tokenizer = "wordpunct",
+    ngram: int = 1,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+    log: Log | None = None,
+    overwrite: bool = False,
+) -> CleanResult:
+    """The whole published pipeline: scan, dedup, re-split, flatten, remove, write.
+
+    Parameters
+    ----------
+    source : folder path or mapping
+        A DailyDialog-style folder (see :func:`overlap.pipeline.dialogue.find_split_files`),
+        or a mapping ``{"train": x, "valid": x, "test": x}`` (train required)
+        whose values are all dialogues (lists of utterances), or all files
+        of any name (DailyDialog ``.txt``, CSV, TSV, JSONL, Parquet) or tables
+        (dicts of columns, DataFrames, ``datasets.Dataset``).  For dialogues a
+        unit is a dialogue, cut into (context, response) samples; for tables a
+        unit is a row, compared on ``fields``.
+    out : folder path, optional
+        When given, :func:`write_clean` writes the result there.  Checked before
+        any work: it must not be an input or inside an input folder, must be
+        writable, and must be empty unless ``overwrite``.
+    fields : sequence of str or comma-separated str, optional
+        Compared columns of tables (default ``("context", "response")``).
+    fmt : str, optional
+        Format of the files (default: from each extension).
+    threshold : float in [0, 1], default 0.8
+        Dedup threshold (strictly greater removes).
+    keep : {"most-overlapped", "first"}, default "most-overlapped"
+        Which unit of near-duplicates stays.  ``"most-overlapped"`` is the
+        published method (:func:`overlap.dedup`): units are visited in order
+        (train first), and a removed unit's best match — the unit it overlaps
+        most with — is kept.  ``"first"`` keeps the earliest unit of each
+        group: a unit goes when an earlier kept unit overlaps it above the
+        threshold.
+    test_size, valid_size : int, optional
+        Units in the new test / validation split; default the sizes of the
+        original ones.  Never shrunk: when dedup leaves too few units for
+        them and at least one train unit, ``clean`` raises ValueError.
+    turns : int, default 1
+        Context turns of the samples (dialogue input).
+    seed : int, default 0
+    at : thresholds of the before/after summaries, default (0.5, 0.8, 1.0)
+    tokenizer, ngram, n_threads, progress
+        As in :func:`scan`.
+    log : callable, optional
+        Receives one line of text as each step starts (the first line gives
+        the split sizes clean will produce).
+    overwrite : bool, default False
+        Allow writing into a non-empty ``out``.
+
+    Returns
+    -------
+    CleanResult
+    """
+    threshold = check_unit_interval(threshold, "threshold")
+    turns = check_int(turns, "turns", minimum=1)
+    seed = check_int(seed, "seed", minimum=0)
+    ts = parse_thresholds(at)
+    if keep not in KEEP:
+        raise ValueError(f"keep must be one of {', '.join(KEEP)}, got {keep!r}")
+    if test_size is not None:
+        test_size = check_int(test_size, "test_size", minimum=0)
+    if valid_size is not None:
+        valid_size = check_int(valid_size, "valid_size", minimum=0)
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be callable or None, got {type_name(log)}")
+    nt = effective_n_threads(n_threads)
+    say = log or (lambda _msg: None)
+    opts: dict[str, Any] = {"tokenizer": tokenizer, "ngram": ngram, "n_threads": nt}
+    timing: dict[str, float] = {}
+    outputs = None
+    if out is not None:
+        outputs = Outputs(_input_paths(source), overwrite=overwrite)
+        outputs.directory(out)
+        outputs.check()
+
+    def timed(step: str, t0: float) -> None:
+        timing[step] = round(time.perf_counter() - t0, 4)
+
+    t0 = time.perf_counter()
+    say("read: the input splits")
+    kind, original = _read_clean_source(source, fields, fmt)
+    names = list(original)
+    evals = [k for k in ("valid", "test") if k in original]
+    total = sum(sp.n for sp in original.values())
+    if test_size is None:
+        test_size = original["test"].n if "test" in original else 0
+    if valid_size is None:
+        valid_size = original["valid"].n if "valid" in original else 0
+    if test_size + valid_size >= total:
+        raise ValueError(f"test_size + valid_size must leave at least one unit for train: "
+                         f"{test_size} + {valid_size} >= {total} units in the input")
+    what = "dialogues" if kind == "dialogue" else "rows"
+    say(f"plan: new split test {test_size:,} and valid {valid_size:,} {what} (never "
+        f"shrunk), train the rest of the {total:,} after dedup")
+    if kind == "dialogue":
+        orig_samples = flatten({k: sp.units for k, sp in original.items()}, turns)
+        orig_fields = {k: (s.context, s.response) for k, s in orig_samples.items()}
+    else:
+        orig_fields = {k: tuple(sp.columns) for k, sp in original.items()}
+    timed("read", t0)
+
+    t0 = time.perf_counter()
+    if evals:
+        say(f"scan: {', '.join(f'{k} ({len(orig_fields[k][0]):,} samples)' for k in evals)} "
+            f"against train ({len(orig_fields['train'][0]):,} samples)")
+    before = {k: scan(list(orig_fields[k]), list(orig_fields["train"]), at=ts,
+                      progress=progress, **opts) for k in evals}
+    timed("scan_before", t0)
+
+    t0 = time.perf_counter()
+    origin = np.concatenate([np.full(original[k].n, i, dtype=np.int64)
+                             for i, k in enumerate(names)])
+    local = np.concatenate([np.arange(original[k].n, dtype=np.int64) for k in names])
+    say(f"dedup: {total:,} {what} at threshold {threshold:g} (keep {keep})")
+    units: tuple[TokenSets, ...]
+    if kind == "dialogue":
+        pooled_texts = [" ".join(d) for k in names for d in original[k].units]
+        units = (TokenSets.from_texts(pooled_texts, tokenizer, ngram, n_threads=nt),)
+    else:
+        units = tuple(TokenSets.from_texts([t for k in names for t in original[k].columns[f]],
+                                           tokenizer, ngram, n_threads=nt)
+                      for f in range(len(original["train"].columns)))
+    if keep == "first":
+        dd = _dedup_first(units, threshold, nt, progress)
+    else:
+        dd = dedup(units, threshold=threshold, n_threads=nt, progress=progress)
+    kept_idx = np.flatnonzero(dd.keep)
+    removed_idx = np.flatnonzero(~dd.keep)
+    pair_scores = (ratio(tuple(u.take(removed_idx) for u in units),
+                         tuple(u.take(dd.kept_for[removed_idx]) for u in units), n_threads=nt)
+                   if removed_idx.size else np.zeros(0))
+    removed_units = []
+    for i, sc in zip(removed_idx.tolist(), pair_scores.tolist()):
+        j = int(dd.kept_for[i])
+        si, sj = names[origin[i]], names[origin[j]]
+        removed_units.append({
+            "split": si, "index": int(local[i]), "kept_split": sj, "kept_index": int(local[j]),
+            "score": sc, "text": _unit_text(kind, original[si], int(local[i])),
+            "kept_text": _unit_text(kind, original[sj], int(local[j])),
+        })
+    timed("dedup", t0)
+
+    n_kept = int(kept_idx.shape[0])
+    if test_size + valid_size >= n_kept:
+        raise ValueError(
+            f"dedup kept {n_kept:,} of {total:,} {what}: too few for test {test_size:,} + "
+            f"valid {valid_size:,} and a train split; give smaller test/valid sizes "
+            "(clean never shrinks them on its own)")
+    t0 = time.perf_counter()
+    say(f"re-split: {n_kept:,} {what} -> test {test_size:,}, valid {valid_size:,}, "
+        f"train {n_kept - test_size - valid_size:,} (seed {seed})")
+    rs = resplit(tuple(u.take(kept_idx) for u in units), test_size=test_size,
+                 valid_size=valid_size, seed=seed, n_threads=nt, progress=progress)
+    new_pos = {k: kept_idx[idx] for k, idx in rs.as_dict().items()}  # pooled indices
+    timed("resplit", t0)
+
+    t0 = time.perf_counter()
+    new_dialogues: dict = {}
+    new_tables: dict = {}
+    if kind == "dialogue":
+        say(f"flatten: samples with {turns} context turn(s)")
+        pooled = [d for k in names for d in original[k].units]
+        new_dialogues = {k: [pooled[i] for i in pos.tolist()] for k, pos in new_pos.items()}
+        flat = flatten(new_dialogues, turns)
+        new_fields: dict[str, tuple[list, ...]] = {
+            k: (s.context, s.response) for k, s in flat.items()}
+    else:
+        pooled_cols = list(dict.fromkeys(c for k in names for c in original[k].units))
+        pooled_table = {c: [v for k in names
+                            for v in original[k].units.get(c, [None] * original[k].n)]
+                        for c in pooled_cols}
+        new_tables = {k: _take_rows(pooled_table, pos) for k, pos in new_pos.items()}
+        fcols = range(len(original["train"].columns))
+        pooled_fields = [[t for k in names for t in original[k].columns[f]] for f in fcols]
+        new_fields = {k: tuple([col[i] for i in pos.tolist()] for col in pooled_fields)
+                      for k, pos in new_pos.items()}
+    timed("flatten", t0)
+
+    t0 = time.perf_counter()
+    say("remove: exact duplicate samples within splits and eval samples found in train")
+    tok = {k: tokenize_fields(list(f), k, **opts) for k, f in new_fields.items()}
+    masks, dup_counts = _exact_duplicate_masks(tok, "train", nt)
+    cleaned_fields = {k: tuple([t for t, m in zip(col, masks[k].tolist()) if m]
+                               for col in f) for k, f in new_fields.items()}
+    samples: dict = {}
+    if kind == "dialogue":
+        samples = {k: s.take(masks[k]) for k, s in flat.items()}
+    else:
+        new_tables = {k: _take_rows(t, np.flatnonzero(masks[k])) for k, t in new_tables.items()}
+    timed("remove", t0)
+
+    t0 = time.perf_counter()
+    say("scan: new eval splits against new train")
+    after = {k: scan(list(cleaned_fields[k]), list(cleaned_fields["train"]), at=ts,
+                     progress=progress, **opts)
+             for k in ("valid", "test") if len(new_pos[k])}
+    timed("scan_after", t0)
+
+    report = CleanReport(
+        settings=CleanSettings(threshold, keep, test_size, valid_size, turns, seed, ngram,
+                               tokenizer if isinstance(tokenizer, str) else "callable", nt, ts),
+        unit=kind,
+        inputs={k: {"units": sp.n, "samples": len(orig_fields[k][0]),
+                    **({"path": sp.path} if sp.path else {})} for k, sp in original.items()},
+        before={k: r.summary for k, r in before.items()},
+        dedup=DedupCounts(total, dd.n_removed, n_kept, dd.passes, dd.n_edges,
+                          {k: int(((~dd.keep) & (origin == i)).sum())
+                           for i, k in enumerate(names)}, removed_units),
+        resplit={k: int(len(v)) for k, v in new_pos.items()},
+        samples=dup_counts,
+        after={k: r.summary for k, r in after.items()},
+        timing_s=timing,
+    )
+    formats = {k: (sp.fmt if sp.fmt in _EXT else "jsonl") for k, sp in original.items()}
+    formats = {k: formats.get(k, formats["train"]) for k in SPLITS}
+    result = CleanResult(kind, new_dialogues, new_tables, samples, before, after, dd, report,
+                         formats)
+    if outputs is not None and out is not None:
+        plan_clean_outputs(outputs, out, kind, formats)
+        with outputs:
+            write_clean(out, result, outputs=outputs)
+    return result
+
+
+def write_clean(out: str | os.PathLike, result: CleanResult, *, overwrite: bool = False,
+                outputs: Outputs | None = None) -> list[str]:
+    """Step 6: write the new split and the report into folder ``out``.
+
+    Dialogue input: ``dialogues_{train,validation,test}.txt`` (DailyDialog
+    format, readable by :func:`overlap.pipeline.dialogue.read_splits`) and
+    ``{train,valid,test}.jsonl`` (the cleaned samples: context, response,
+    dialogue, turn).  Table input: ``{train,valid,test}.EXT`` with every column
+    of the cleaned rows, in the input's format (JSONL for in-memory tables).
+    Always ``report.json``.  Every file is written to a temporary name and all
+    are renamed into place together at the end, so a failure leaves none.
+
+    Parameters
+    ----------
+    out : folder path
+        Must be empty unless ``overwrite``.
+    result : CleanResult
+    overwrite : bool, default False
+    outputs : Outputs, optional
+        Planned by the caller (with :func:`plan_clean_outputs`), who commits it;
+        ``overwrite`` is then ignored.
+
+    Returns
+    -------
+    list of str
+        The paths written (also stored in ``result.files``).
+    """
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
+    if not isinstance(result, CleanResult):
+        raise TypeError(f"result must be a CleanResult, got {type_name(result)}")
+    own = outputs is None
+    if outputs is None:
+        outputs = Outputs(overwrite=overwrite)
+        plan_clean_outputs(outputs, out, result.unit, result.formats)
+        outputs.check()
+    d = os.fspath(out)
+    files = []
+    try:
+        if result.unit == "dialogue":
+            for k, dialogues in result.dialogues.items():
+                p = os.path.join(d, SPLIT_FILE_NAMES[k])
+                write_dialogues(outputs.stage(p), dialogues)
+                files.append(p)
+            for k, s in result.samples.items():
+                p = os.path.join(d, f"{k}.jsonl")
+                write_table(outputs.stage(p), {"context": s.context, "response": s.response,
+                                               "dialogue": s.dialogue.tolist(),
+                                               "turn": s.turn.tolist()}, "jsonl")
+                files.append(p)
+        else:
+            for k, table in result.tables.items():
+                f = result.formats.get(k, "jsonl")
+                p = os.path.join(d, f"{k}.{_EXT[f]}")
+                write_table(outputs.stage(p), table, f)
+                files.append(p)
+        p = os.path.join(d, "report.json")
+        with open(outputs.stage(p), "w", encoding="utf-8") as fh:
+            json.dump(result.report.as_dict(), fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+        files.append(p)
+    except BaseException:
+        if own:
+            outputs.abort()
+        raise
+    if own:
+        outputs.commit()
+    result.files[:] = files
+    return files

@@ -1,0 +1,273 @@
+"""Dialogue corpora: DailyDialog-style files and (context, response) samples."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_int, row_indices, type_name
+from .output import atomic_write
+
+__all__ = [
+    "EOU",
+    "SPLITS",
+    "SPLIT_FILE_NAMES",
+    "read_dialogues",
+    "parse_dialogue",
+    "Samples",
+    "make_samples",
+    "find_split_files",
+    "read_splits",
+    "format_dialogue",
+    "write_dialogues",
+]
+
+#: Utterance terminator of DailyDialog-style files.
+EOU = "__eou__"
+
+
+def _bad_utf8_line(path: str | os.PathLike) -> int:
+    """1-based number of the first line that is not valid UTF-8."""
+    with open(path, "rb") as fh:
+        data = fh.read()
+    for lineno, raw in enumerate(data.splitlines(), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return lineno
+    return 1
+
+
+def parse_dialogue(line: str) -> list[str]:
+    """Split one DailyDialog line into stripped utterances (empty ones dropped)."""
+    return [u.strip() for u in line.split(EOU) if u.strip()]
+
+
+def read_dialogues(path: str | os.PathLike) -> list[list[str]]:
+    """Read a DailyDialog-style file: one dialogue a line, utterances ended by ``__eou__``.
+
+    Parameters
+    ----------
+    path : str or path-like
+        UTF-8 text (a BOM is ignored); blank lines are skipped.
+
+    Returns
+    -------
+    list of list of str
+        One list of utterances per dialogue, in file order.
+
+    Raises
+    ------
+    ValueError
+        When a non-blank line holds no utterance or is not UTF-8; the message
+        names file and line.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
+    dialogues = []
+    try:
+        with open(path, encoding="utf-8-sig", newline=None) as fh:
+            lines = list(fh)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{os.fspath(path)}:{_bad_utf8_line(path)}: not UTF-8 text "
+                         f"({e.reason})") from None
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        utts = parse_dialogue(line)
+        if not utts:
+            raise ValueError(f"{os.fspath(path)}:{lineno}: no utterance on this line")
+        dialogues.append(utts)
+    return dialogues
+
+
+@dataclass(frozen=True)
+class Samples:
+    """(context, response) samples cut from dialogues.
+
+    Attributes
+    ----------
+    context, response : list of str
+    dialogue : ndarray of int64
+        Index of the dialogue each sample comes from.
+    turn : ndarray of int64
+        Index of the response utterance within its dialogue.
+    """
+
+    context: list[str]
+    response: list[str]
+    dialogue: np.ndarray
+    turn: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.response)
+
+    def take(self, rows) -> Samples:
+        """A new Samples holding ``rows`` (indices or a boolean mask), in that order."""
+        idx = row_indices(rows, len(self), "samples")
+        return Samples(
+            [self.context[i] for i in idx],
+            [self.response[i] for i in idx],
+            self.dialogue[idx],
+            self.turn[idx],
+        )
+
+
+def make_samples(
+    dialogues: Sequence[Sequence[str]], turns: int = 1, *, separator: str = " "
+) -> Samples:
+    """Cut dialogues into (context, response) samples.
+
+    Every utterance but the first of each dialogue is a response; its context is
+    the up to ``turns`` utterances before it, joined with ``separator``.  With
+    ``turns=1`` the samples are the consecutive pairs (utterance i, utterance i+1).
+
+    Parameters
+    ----------
+    dialogues : sequence of sequences of str
+    turns : int, default 1
+        Context length in utterances (>= 1).
+    separator : str, default " "
+
+    Returns
+    -------
+    Samples
+    """
+    turns = check_int(turns, "turns", minimum=1)
+    if not isinstance(separator, str):
+        raise TypeError(f"separator must be str, got {type_name(separator)}")
+    if isinstance(dialogues, (str, bytes)):
+        raise TypeError("dialogues must be a sequence of utterance lists, got a str")
+    ctx, rsp, did, tid = [], [], [], []
+    for d, utts in enumerate(_iter_dialogues(dialogues)):
+        for t in range(1, len(utts)):
+            ctx.append(separator.join(utts[max(0, t - turns):t]))
+            rsp.append(utts[t])
+            did.append(d)
+            tid.append(t)
+    return Samples(ctx, rsp, np.asarray(did, dtype=np.int64), np.asarray(tid, dtype=np.int64))
+
+
+def _iter_dialogues(dialogues: Iterable) -> Iterable[Sequence[str]]:
+    for d, utts in enumerate(dialogues):
+        if isinstance(utts, str) or not isinstance(utts, Sequence):
+            raise TypeError(f"dialogues[{d}] must be a list of str, got {type_name(utts)}")
+        for u, x in enumerate(utts):
+            if not isinstance(x, str):
+                raise TypeError(f"dialogues[{d}][{u}] must be str, got {type_name(x)}")
+        yield utts
+
+
+# --------------------------------------------------------------- split folders
+
+#: Canonical split names, in the order the pipeline uses them.
+SPLITS = ("train", "valid", "test")
+
+#: Files the pipeline writes the dialogues of each split to (DailyDialog's names).
+SPLIT_FILE_NAMES = {
+    "train": "dialogues_train.txt",
+    "valid": "dialogues_validation.txt",
+    "test": "dialogues_test.txt",
+}
+
+#: File names accepted for each split (DailyDialog's first, then plain ones).
+SPLIT_FILES = {
+    "train": ("dialogues_train.txt", "train.txt"),
+    "valid": ("dialogues_validation.txt", "dialogues_valid.txt", "valid.txt", "validation.txt"),
+    "test": ("dialogues_test.txt", "test.txt"),
+}
+
+
+def find_split_files(directory: str | os.PathLike) -> dict[str, str]:
+    """Locate the train/valid/test files of a DailyDialog-style folder.
+
+    Accepts DailyDialog's names (``dialogues_train.txt``,
+    ``dialogues_validation.txt``, ``dialogues_test.txt``) and plain ones
+    (``train.txt``, ``valid.txt``, ``test.txt``).
+
+    Parameters
+    ----------
+    directory : str or path-like
+
+    Returns
+    -------
+    dict
+        Split name (``"train"``, ``"valid"``, ``"test"``) to file path, for the
+        splits present.  ``"train"`` is always present.
+
+    Raises
+    ------
+    ValueError
+        When the folder is missing, holds no train file, or holds two files for
+        one split.
+    """
+    if not isinstance(directory, (str, os.PathLike)):
+        raise TypeError(f"directory must be a str or path-like, got {type_name(directory)}")
+    d = os.fspath(directory)
+    if not os.path.isdir(d):
+        raise ValueError(f"{d}: not a directory")
+    found: dict[str, str] = {}
+    for split, names in SPLIT_FILES.items():
+        hits = [n for n in names if os.path.isfile(os.path.join(d, n))]
+        if len(hits) > 1:
+            raise ValueError(f"{d}: two files for the {split} split: {', '.join(hits)}")
+        if hits:
+            found[split] = os.path.join(d, hits[0])
+    if "train" not in found:
+        raise ValueError(
+            f"{d}: no train file (expected one of {', '.join(SPLIT_FILES['train'])})"
+        )
+    return found
+
+
+def read_splits(directory: str | os.PathLike) -> dict[str, list[list[str]]]:
+    """Read every split of a DailyDialog-style folder (see :func:`find_split_files`).
+
+    Returns
+    -------
+    dict
+        Split name to its dialogues (lists of utterances), in file order.
+    """
+    return {split: read_dialogues(path) for split, path in find_split_files(directory).items()}
+
+
+def format_dialogue(utterances: Sequence[str]) -> str:
+    """One DailyDialog line (without newline): every utterance followed by ``__eou__``.
+
+    Raises
+    ------
+    ValueError
+        When an utterance contains a line break or ``__eou__`` (it would not read back).
+    """
+    out = []
+    for u, x in enumerate(utterances):
+        if not isinstance(x, str):
+            raise TypeError(f"utterances[{u}] must be str, got {type_name(x)}")
+        if EOU in x or "\n" in x or "\r" in x:
+            raise ValueError(
+                f"utterances[{u}] contains {EOU!r} or a line break and cannot be written"
+            )
+        out.append(f"{x.strip()} {EOU}")
+    return " ".join(out)
+
+
+def write_dialogues(path: str | os.PathLike, dialogues: Sequence[Sequence[str]]) -> None:
+    """Write dialogues to a DailyDialog-style file that :func:`read_dialogues` reads back.
+
+    Parameters
+    ----------
+    path : str or path-like
+    dialogues : sequence of sequences of str
+        Dialogues with no utterance are skipped (they have no line form).
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
+    if isinstance(dialogues, (str, bytes)):
+        raise TypeError("dialogues must be a sequence of utterance lists, got a str")
+    lines = [format_dialogue(utts) for utts in _iter_dialogues(dialogues) if len(utts)]
+    with atomic_write(path, "w", encoding="utf-8", newline="\n") as fh:
+        for line in lines:
+            fh.write(line + "\n")

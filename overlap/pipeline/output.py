@@ -1,0 +1,287 @@
+"""Safe output: never over an input, never half a file, never half a set of files.
+
+Every command and every writer of the application layer writes through this
+module.
+
+- :func:`atomic_write` writes one file to a temporary name in the same folder
+  and renames it over the target only once the file is complete, so an
+  interrupted or failing write leaves the old file (or no file), never a half one.
+- :class:`Outputs` plans a command's whole set of output files before any work:
+  it refuses a target that is one of the inputs or lies inside an input folder,
+  refuses an existing file or non-empty folder unless ``overwrite``, and checks
+  that every target folder is writable.  The files are then written to
+  temporary names (:meth:`Outputs.stage`) and renamed into place together by
+  :meth:`Outputs.commit`; on any failure (or Ctrl-C) :meth:`Outputs.abort`
+  deletes the temporary files and the folders it created, so a failure midway
+  leaves no partial set of outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO, Any
+
+from .._validation import type_name
+
+__all__ = ["OutputError", "atomic_write", "temporary_name", "Outputs"]
+
+
+class OutputError(ValueError):
+    """An output location that must not or cannot be written (the message says why)."""
+
+
+def _fspath(path: Any, name: str) -> str:
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a str or path-like, got {type_name(path)}")
+    p = os.fspath(path)
+    if not isinstance(p, str) or not p:
+        raise ValueError(f"{name} must be a non-empty path, got {path!r}")
+    return p
+
+
+def temporary_name(path: str | os.PathLike) -> str:
+    """A fresh hidden name next to ``path`` that keeps its extension.
+
+    ``out/scores.csv`` -> ``out/.scores.partial-1a2b3c4d.csv``: same folder (so the
+    final rename is atomic), same extension (so format inference still works).
+    """
+    p = os.fspath(path)
+    folder, base = os.path.split(p)
+    stem, ext = os.path.splitext(base)
+    return os.path.join(folder, f".{stem}.partial-{secrets.token_hex(4)}{ext}")
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | os.PathLike, mode: str = "w", **open_kwargs: Any) -> Iterator[IO]:
+    """Open a temporary file next to ``path``; rename it to ``path`` when the block ends.
+
+    When the block raises (or is interrupted) the temporary file is deleted and
+    ``path`` is left as it was.
+
+    Parameters
+    ----------
+    path : str or path-like
+    mode : {"w", "wb"}
+    **open_kwargs
+        Passed to :func:`open` (encoding, newline).
+    """
+    p = _fspath(path, "path")
+    if mode not in ("w", "wb"):
+        raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    tmp = temporary_name(p)
+    try:
+        with open(tmp, mode, **open_kwargs) as fh:
+            yield fh
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _real(p: str) -> str:
+    return os.path.realpath(os.path.abspath(p))
+
+
+def _inside(child: str, parent: str) -> bool:
+    """True when real path ``child`` is ``parent`` or lies below it."""
+    try:
+        return os.path.commonpath([child, parent]) == parent
+    except ValueError:  # different drives
+        return False
+
+
+def _nearest_existing(p: str) -> str:
+    d = os.path.abspath(p)
+    while not os.path.exists(d):
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return d
+
+
+class Outputs:
+    """The output files of one run: checked before the work, committed together.
+
+    Parameters
+    ----------
+    inputs : iterable of path
+        Files and folders the run reads.  No output may be one of them or lie
+        inside an input folder.
+    overwrite : bool, default False
+        Allow replacing existing output files and writing into a non-empty
+        output folder (only the files this run writes are replaced).
+
+    Notes
+    -----
+    Use: ``outs = Outputs([input_path]); target = outs.file(out_path);
+    outs.check()`` before the work, then ``with outs: write(outs.stage(target))``
+    (commit on success, abort on any exception).
+    """
+
+    def __init__(self, inputs: Iterable[str | os.PathLike] = (), *, overwrite: bool = False):
+        if not isinstance(overwrite, bool):
+            raise TypeError(f"overwrite must be a bool, got {type_name(overwrite)}")
+        self.overwrite = overwrite
+        self._inputs: list[tuple[str, str]] = []  # (as given, real path)
+        for x in inputs:
+            p = _fspath(x, "inputs")
+            self._inputs.append((p, _real(p)))
+        self._files: dict[str, str] = {}  # final path -> as given
+        self._dirs: list[str] = []
+        self._staged: dict[str, str] = {}  # final path -> temporary path
+        self._created: list[str] = []  # folders made by this run, outermost first
+        self.written: list[str] = []
+
+    # ------------------------------------------------------------- planning
+    def _refuse_inputs(self, given: str, real: str) -> None:
+        for name, r in self._inputs:
+            same = real == r
+            if not same and os.path.exists(real) and os.path.exists(r):
+                with contextlib.suppress(OSError):
+                    same = os.path.samefile(real, r)
+            if same:
+                raise OutputError(f"{given}: is the input {name}; refusing to write over an input")
+            if os.path.isdir(r) and _inside(real, r):
+                raise OutputError(
+                    f"{given}: lies inside the input folder {name}; choose an output "
+                    "outside it"
+                )
+
+    def file(self, path: str | os.PathLike) -> str:
+        """Plan the output file ``path``; returns it as a str.
+
+        Raises
+        ------
+        OutputError
+            When it is an input or inside an input folder, is a folder, or
+            exists and ``overwrite`` is False.
+        """
+        given = _fspath(path, "path")
+        real = _real(given)
+        self._refuse_inputs(given, real)
+        if os.path.isdir(real):
+            raise OutputError(f"{given}: is a folder, expected a file name")
+        if os.path.lexists(given) and not self.overwrite:
+            raise OutputError(f"{given}: exists; give --overwrite (overwrite=True) to replace it")
+        if real in self._files:
+            raise OutputError(f"{given}: named twice as an output")
+        self._files[real] = given
+        return given
+
+    def directory(self, path: str | os.PathLike) -> str:
+        """Plan the output folder ``path`` (created when missing); returns it as a str.
+
+        Raises
+        ------
+        OutputError
+            When it is an input or inside an input folder, is a file, or is a
+            non-empty folder and ``overwrite`` is False.
+        """
+        given = _fspath(path, "path")
+        real = _real(given)
+        self._refuse_inputs(given, real)
+        if os.path.exists(real):
+            if not os.path.isdir(real):
+                raise OutputError(f"{given}: exists and is not a folder")
+            if os.listdir(real) and not self.overwrite:
+                raise OutputError(
+                    f"{given}: folder is not empty; give --overwrite (overwrite=True) to "
+                    "write into it"
+                )
+        self._dirs.append(real)
+        return given
+
+    def file_in(self, folder: str, name: str) -> str:
+        """Plan the file ``name`` inside an output folder planned with :meth:`directory`."""
+        path = os.path.join(folder, name)
+        real = _real(path)
+        self._refuse_inputs(path, real)
+        if os.path.isdir(real):
+            raise OutputError(f"{path}: is a folder, expected a file name")
+        self._files[real] = path
+        return path
+
+    def check(self) -> None:
+        """Check every planned location is writable (call before the work starts).
+
+        Raises
+        ------
+        OutputError
+            Naming the first location that cannot be written.
+        """
+        folders = {os.path.dirname(r) for r in self._files} | set(self._dirs)
+        for d in sorted(folders):
+            base = _nearest_existing(d)
+            shown = d if base == d else f"{d} (its existing parent {base})"
+            if not os.path.isdir(base):
+                raise OutputError(f"{shown}: not a folder; cannot write there")
+            try:
+                fd, probe = tempfile.mkstemp(prefix=".overlap-probe-", dir=base)
+            except OSError as e:
+                raise OutputError(f"{shown}: cannot write there ({e.strerror})") from None
+            os.close(fd)
+            os.remove(probe)
+
+    # ------------------------------------------------------------ writing
+    def _makedirs(self, d: str) -> None:
+        missing = []
+        while d and not os.path.isdir(d):
+            missing.append(d)
+            parent = os.path.dirname(d)
+            if parent == d:
+                break
+            d = parent
+        for m in reversed(missing):
+            os.mkdir(m)
+            self._created.append(m)
+
+    def stage(self, path: str | os.PathLike) -> str:
+        """The temporary path to write planned output ``path`` to (its folder is created).
+
+        The file appears under its real name only at :meth:`commit`.
+        """
+        real = _real(_fspath(path, "path"))
+        if real not in self._files:
+            raise ValueError(f"{os.fspath(path)}: not a planned output (plan it with file())")
+        self._makedirs(os.path.dirname(real))
+        tmp = temporary_name(real)
+        self._staged[real] = tmp
+        return tmp
+
+    def commit(self) -> list[str]:
+        """Rename every staged file into place; returns the paths, as planned."""
+        done = []
+        for real, tmp in self._staged.items():
+            if not os.path.exists(tmp):
+                continue  # planned but not written (e.g. a plot without matplotlib)
+            os.replace(tmp, real)
+            done.append(self._files[real])
+        self._staged.clear()
+        self.written = done
+        return done
+
+    def abort(self) -> None:
+        """Delete the staged files and the folders this run created (when empty)."""
+        for tmp in self._staged.values():
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+        self._staged.clear()
+        for d in reversed(self._created):
+            with contextlib.suppress(OSError):
+                os.rmdir(d)
+        self._created.clear()
+
+    def __enter__(self) -> Outputs:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()

@@ -1,0 +1,302 @@
+"""Step 1 of the pipeline: every eval sample's best match against train, or within one set.
+
+:func:`scan` reads tables (files of any supported format, dicts of columns,
+DataFrames, ``datasets.Dataset``) or takes text fields and TokenSets; its
+:class:`ScanResult` carries the scores, the summary at thresholds (``>=``),
+the summary per group, and every input column for the per-sample output.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+
+from .._progress import ProgressArg
+from .._threads import effective_n_threads
+from .._validation import check_int, type_name
+from ..search import max_overlap
+from ..tokensets import Tokenizer, TokenSets
+from .dialogue import Samples
+from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
+from .tables import read_fields
+
+__all__ = ["ScanResult", "scan", "tokenize_fields", "TextFields", "Log"]
+
+TextFields = Union[Samples, Sequence[Sequence[str]], TokenSets, Sequence[TokenSets]]
+Log = Callable[[str], Any]
+
+
+# ---------------------------------------------------------------- tokenizing
+def tokenize_fields(
+    data: TextFields,
+    name: str = "data",
+    *,
+    tokenizer: Tokenizer = "wordpunct",
+    ngram: int = 1,
+    n_threads: int | None = None,
+) -> tuple:
+    """Token sets of every field of ``data``.
+
+    Parameters
+    ----------
+    data : Samples, sequence of text columns, TokenSets or sequence of TokenSets
+        :class:`~overlap.dialogue.Samples` give two fields (context, response).
+        A sequence of str is one field; a sequence of equally long sequences of
+        str is one field per column.  TokenSets pass through unchanged.
+    name : str
+        Argument name for error messages.
+    tokenizer, ngram, n_threads
+        As in :meth:`TokenSets.from_texts`.
+
+    Returns
+    -------
+    tuple of TokenSets
+    """
+    if isinstance(data, TokenSets):
+        return (data,)
+    if isinstance(data, Samples):
+        columns: list = [data.context, data.response]
+    elif isinstance(data, (str, bytes)) or not isinstance(data, Sequence):
+        raise TypeError(
+            f"{name} must be Samples, a sequence of text columns or TokenSets, "
+            f"got {type_name(data)}"
+        )
+    elif len(data) and all(isinstance(c, TokenSets) for c in data):
+        return tuple(data)
+    elif len(data) == 0 or isinstance(data[0], str):
+        columns = [data]
+    else:
+        columns = list(data)
+        for f, col in enumerate(columns):
+            if isinstance(col, (str, bytes)) or not isinstance(col, Sequence):
+                raise TypeError(f"{name}[{f}] must be a sequence of str, got {type_name(col)}")
+            if len(col) != len(columns[0]):
+                raise ValueError(
+                    f"{name}: every field must have the same length; field 0 has "
+                    f"{len(columns[0])}, field {f} has {len(col)}"
+                )
+    return tuple(
+        TokenSets.from_texts(col, tokenizer, ngram, n_threads=n_threads) for col in columns
+    )
+
+
+# --------------------------------------------------------------------- scan
+_TABLE_LIKE = (str, os.PathLike, Mapping)
+
+
+def _is_table_source(x: Any) -> bool:
+    if isinstance(x, _TABLE_LIKE):
+        return True
+    mod = type(x).__module__.split(".")[0]
+    return mod in ("pandas", "datasets")
+
+
+def _read_source(source: Any, name: str, fields: Any, fmt: str | None,
+                 turns: int) -> tuple[list, dict | None, list[str] | None]:
+    """(text columns, whole table or None, field names or None) of one scan input."""
+    if not _is_table_source(source):
+        return source, None, None
+    names = _default_fields(source, fields)
+    cols, table = read_fields(source, names, fmt, turns=turns)
+    return cols, table, list(names)
+
+
+def _default_fields(source: Any, fields: Any) -> Any:
+    if fields is not None:
+        return fields
+    return ("context", "response")
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """Max overlap of every eval sample against train (or against the rest of its file).
+
+    Attributes
+    ----------
+    score : ndarray of float64, shape (n,)
+        Best ratio (minimum over fields).
+    index : ndarray of int64, shape (n,)
+        Index of the matched sample (lowest on ties), -1 when nothing overlaps.
+    summary : OverlapSummary
+        Counts of scores ``>=`` each threshold.
+    groups : GroupedSummary or None
+        The summary per value of the ``by`` column, and overall.
+    fields : tuple of str
+        Names of the compared fields (``field0``... for bare text columns).
+    texts, train_texts : tuple of lists of str
+        The compared texts of the eval and train samples (``train_texts`` is
+        ``texts`` for an all-vs-rest scan).
+    table, train_table : dict of str to list, or None
+        Every column of the inputs that were tables (ids, labels, language...).
+    within : bool
+        True for an all-vs-rest scan of one collection (no train).
+    """
+
+    score: np.ndarray
+    index: np.ndarray
+    summary: OverlapSummary
+    groups: GroupedSummary | None = None
+    fields: tuple = ()
+    texts: tuple = ()
+    train_texts: tuple = ()
+    table: dict | None = None
+    train_table: dict | None = None
+    within: bool = False
+
+    def __len__(self) -> int:
+        return int(self.score.shape[0])
+
+    def to_table(self) -> dict[str, list]:
+        """One row per eval sample: its columns, score, match index and both texts.
+
+        Columns: ``eval_index``; every other column of the eval table (ids,
+        labels, language...); ``score``; ``train_index`` (``match_index`` for an
+        all-vs-rest scan), -1 when nothing overlaps; ``eval_F`` and ``train_F``
+        (``match_F``) for every field, the match's text empty when there is none;
+        and ``train_C`` for every other column of the train table.
+        """
+        other = "match" if self.within else "train"
+        idx = self.index.tolist()
+        out: dict[str, list] = {"eval_index": list(range(len(self)))}
+        compared = set(self.fields)
+        own = {"eval_index", "score", f"{other}_index"} | \
+            {f"eval_{f}" for f in self.fields} | {f"{other}_{f}" for f in self.fields}
+        if self.table is not None:
+            for c, v in self.table.items():
+                if c not in compared:
+                    out[c if c not in own else f"eval_{c}"] = list(v)
+        out["score"] = self.score.tolist()
+        out[f"{other}_index"] = idx
+        for f, ec, tc in zip(self.fields, self.texts, self.train_texts):
+            out[f"eval_{f}"] = list(ec)
+            out[f"{other}_{f}"] = [tc[j] if j >= 0 else "" for j in idx]
+        if self.train_table is not None and not self.within:
+            for c, v in self.train_table.items():
+                name = f"train_{c}"
+                if c not in compared and name not in out:
+                    out[name] = [v[j] if j >= 0 else None for j in idx]
+        return out
+
+
+def scan(
+    queries: Any,
+    train: Any = None,
+    *,
+    fields: Sequence[str] | str | None = None,
+    at: Any = AT,
+    by: str | Sequence | None = None,
+    turns: int = 1,
+    fmt: str | None = None,
+    tokenizer: Tokenizer = "wordpunct",
+    ngram: int = 1,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+    log: Log | None = None,
+) -> ScanResult:
+    """Step 1: every eval sample's max overlap against the training samples.
+
+    Parameters
+    ----------
+    queries : table or text fields
+        The eval samples (e.g. test).  A *table* is a file path (CSV, TSV,
+        JSONL, Parquet, DailyDialog text), a dict of columns, a pandas
+        DataFrame or a ``datasets.Dataset``; its ``fields`` are compared and
+        its other columns travel to :meth:`ScanResult.to_table`.  *Text fields*
+        are :class:`~overlap.pipeline.dialogue.Samples` (context and response),
+        a list of str (one field), a list of equally long lists of str (one
+        per field) or TokenSets.  The ratio of two samples is the minimum over
+        fields.
+    train : same kind and fields as ``queries``, or None
+        None scans ``queries`` against itself, all against the rest (each
+        sample's best match among the *other* samples: duplicates inside one
+        split).
+    fields : sequence of str or comma-separated str, optional
+        Compared columns of table inputs; default ``("context", "response")``.
+    at : sequence of float in [0, 1] or comma-separated str, default (0.5, 0.8, 1.0)
+        Thresholds of the summary (counts of scores ``>=`` each).
+    by : str or sequence, optional
+        A column of the eval table (or one value per eval sample) to summarise
+        per group, plus overall.
+    turns : int, default 1
+        Context turns when a DailyDialog file is cut into samples.
+    fmt : str, optional
+        Format of file inputs (default: from the extension).
+    tokenizer, ngram : as in :meth:`TokenSets.from_texts`
+    n_threads : int or None
+    progress : bool or callable f(done, total)
+    log : callable, optional
+        Receives one line of text as each step (read, tokenize, search) starts.
+
+    Returns
+    -------
+    ScanResult
+    """
+    ts = parse_thresholds(at)
+    turns = check_int(turns, "turns", minimum=1)
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be callable or None, got {type_name(log)}")
+    say = log or (lambda _msg: None)
+    nt = effective_n_threads(n_threads)
+    say("read: " + ("eval" if train is None else "train and eval"))
+    if train is not None:
+        rcols, rtable, rnames = _read_source(train, "train", fields, fmt, turns)
+    qcols, qtable, qnames = _read_source(queries, "queries", fields, fmt, turns)
+    group_values = None
+    if by is not None:
+        if isinstance(by, str):
+            if qtable is None:
+                raise ValueError(f"by={by!r} names a column, but queries is not a table")
+            if by not in qtable:
+                raise ValueError(f"by: no column {by!r} in the eval table "
+                                 f"(columns: {', '.join(qtable)})")
+            group_values, by_name = qtable[by], by
+        else:
+            group_values, by_name = by, "group"
+    say("tokenize: eval" + ("" if train is None else " and train"))
+    q = tokenize_fields(qcols, "queries", tokenizer=tokenizer, ngram=ngram, n_threads=nt)
+    names = tuple(qnames) if qnames else _field_names(qcols, len(q))
+    texts = _texts_of(qcols)
+    if train is None:
+        r, rtexts, rtable = q, texts, None
+    else:
+        r = tokenize_fields(rcols, "train", tokenizer=tokenizer, ngram=ngram, n_threads=nt)
+        rtexts = _texts_of(rcols)
+        if len(q) != len(r):
+            raise ValueError(f"queries has {len(q)} field(s) but train has {len(r)}; "
+                             "they must have the same fields")
+    n = len(q[0])
+    if group_values is not None and len(group_values) != n:
+        raise ValueError(f"by has {len(group_values)} values but there are {n} eval samples")
+    say("scan: " + ("each sample against the rest" if train is None
+                      else f"{n:,} eval against {len(r[0]):,} train samples"))
+    if len(r[0]) == 0 or (train is None and n < 2):
+        score, index = np.zeros(n), np.full(n, -1, dtype=np.int64)
+    else:
+        score, index = max_overlap(q, None if train is None else r, n_threads=nt,
+                                   progress=progress)
+    groups = (summarize_by(score, group_values, by_name, ts)
+              if group_values is not None else None)
+    return ScanResult(score, index, summarize(score, ts), groups, names, texts, rtexts,
+                      qtable, rtable, train is None)
+
+
+def _field_names(cols: Any, k: int) -> tuple:
+    if isinstance(cols, Samples):
+        return ("context", "response")
+    return ("text",) if k == 1 else tuple(f"field{i}" for i in range(k))
+
+
+def _texts_of(cols: Any) -> tuple:
+    """The compared texts (empty tuple for TokenSets inputs, which have none)."""
+    if isinstance(cols, Samples):
+        return (cols.context, cols.response)
+    if isinstance(cols, TokenSets) or (isinstance(cols, Sequence) and len(cols)
+                                       and isinstance(cols[0], TokenSets)):
+        return ()
+    if isinstance(cols, Sequence) and (len(cols) == 0 or isinstance(cols[0], str)):
+        return (cols,)
+    return tuple(cols)

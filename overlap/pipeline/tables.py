@@ -1,0 +1,375 @@
+"""Read and write sample tables: DailyDialog text, CSV, TSV, JSONL, Parquet, DataFrames.
+
+CSV, TSV and JSONL use only the standard library.  Parquet needs ``pyarrow``
+(the ``dataframe`` extra); a pandas DataFrame, a Hugging Face
+``datasets.Dataset`` or a plain dict of columns can be passed wherever a path
+is accepted.  Optional packages are imported only when used, with a clear
+message when missing.
+
+A *table* here is a dict of column name to list of values, all equally long,
+in column order.  Errors name the file and the line (or row).  Every writer
+writes to a temporary name and renames the file when it is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import json
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from .._optional import MissingExtra, require
+from .._validation import check_int, type_name
+from .dialogue import make_samples, read_dialogues
+from .output import atomic_write, temporary_name
+
+__all__ = [
+    "FORMATS",
+    "MissingExtra",
+    "infer_format",
+    "read_table",
+    "write_table",
+    "read_fields",
+    "as_table",
+    "table_from_dataframe",
+    "table_from_dataset",
+]
+
+#: Formats understood by :func:`read_table` / :func:`read_fields`.
+FORMATS = ("dailydialog", "csv", "tsv", "jsonl", "parquet")
+
+_DIALECTS = {"csv": csv.excel, "tsv": csv.excel_tab}
+
+#: Longest CSV field read (the csv module's default, 131,072 characters, is far
+#: shorter than the texts this library writes; a C long bounds it).
+_CSV_FIELD_LIMIT = 2**31 - 1
+
+_EXTENSIONS = {
+    ".txt": "dailydialog",
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".tab": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
+
+
+def infer_format(path: str | os.PathLike, fmt: str | None = None) -> str:
+    """The format of ``path``: ``fmt`` when given, else from the file extension.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``fmt`` or an extension that says nothing.
+    """
+    if fmt is not None:
+        if fmt not in FORMATS:
+            raise ValueError(f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+        return fmt
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
+    ext = os.path.splitext(os.fspath(path))[1].lower()
+    if ext not in _EXTENSIONS:
+        raise ValueError(
+            f"{os.fspath(path)}: cannot tell the format from the extension {ext!r}; "
+            f"give one of {', '.join(FORMATS)}"
+        )
+    return _EXTENSIONS[ext]
+
+
+# ------------------------------------------------------------------ readers
+@contextlib.contextmanager
+def _long_csv_fields() -> Iterator[None]:
+    """Lift the csv module's field-size limit while reading, then restore it."""
+    old = csv.field_size_limit()
+    csv.field_size_limit(max(old, _CSV_FIELD_LIMIT))
+    try:
+        yield
+    finally:
+        csv.field_size_limit(old)
+
+
+def _read_csv(path: str, fmt: str = "csv") -> dict[str, list]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh, _long_csv_fields():
+            reader = csv.reader(fh, dialect=_DIALECTS[fmt])
+            header = next(reader, None)
+            if header is None:
+                raise ValueError(f"{path}:1: empty file (a CSV needs a header line)")
+            if len(set(header)) != len(header):
+                raise ValueError(f"{path}:1: duplicate column names in the header")
+            cols: dict[str, list] = {h: [] for h in header}
+            lists = list(cols.values())
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise ValueError(
+                        f"{path}:{reader.line_num}: {len(row)} fields, the header has "
+                        f"{len(header)}"
+                    )
+                for lst, v in zip(lists, row):
+                    lst.append(v)
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except csv.Error as e:
+        raise ValueError(f"{path}:{reader.line_num}: bad {fmt.upper()}: {e}") from None
+    return cols
+
+
+def _read_jsonl(path: str) -> tuple[dict[str, list], list[int]]:
+    """Columns of a JSONL file and the line number of every row."""
+    records: list[tuple[int, dict]] = []
+    names: dict[str, None] = {}
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: not UTF-8 text ({e.reason})") from None
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{lineno}: invalid JSON: {e.msg}") from None
+            if not isinstance(obj, dict):
+                raise ValueError(
+                    f"{path}:{lineno}: each line must be a JSON object, got {type_name(obj)}"
+                )
+            records.append((lineno, obj))
+            for k in obj:
+                names.setdefault(k, None)
+    cols: dict[str, list] = {k: [] for k in names}
+    for _, obj in records:
+        for k, lst in cols.items():
+            lst.append(obj.get(k))
+    return cols, [ln for ln, _ in records]
+
+
+def _read_parquet(path: str) -> dict[str, list]:
+    pq = require("pyarrow.parquet", "dataframe", "reading Parquet")
+    try:
+        return pq.read_table(path).to_pydict()
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: cannot read Parquet: {e}") from None
+
+
+def read_table(path: str | os.PathLike, fmt: str | None = None) -> dict[str, list]:
+    """Read a CSV or TSV (header line), JSONL (one object a line) or Parquet file.
+
+    Parameters
+    ----------
+    path : str or path-like
+    fmt : {"csv", "tsv", "jsonl", "parquet"}, optional
+        Default: from the extension.
+
+    Returns
+    -------
+    dict of str to list
+        Columns in file order.  JSONL keys missing on a line read as None.
+    """
+    fmt = infer_format(path, fmt)
+    p = os.fspath(path)
+    if not os.path.isfile(p):
+        raise FileNotFoundError(f"{p}: no such file")
+    if fmt == "dailydialog":
+        raise ValueError(f"{p}: DailyDialog files hold dialogues, not a table; use read_fields")
+    if fmt in ("csv", "tsv"):
+        return _read_csv(p, fmt)
+    if fmt == "jsonl":
+        return _read_jsonl(p)[0]
+    return _read_parquet(p)
+
+
+def _is_dataset(obj: Any) -> bool:
+    return type(obj).__module__.split(".")[0] == "datasets" and hasattr(obj, "column_names")
+
+
+def table_from_dataframe(df: Any) -> dict[str, list]:
+    """Columns of a pandas DataFrame as a table (dict of lists)."""
+    if not (hasattr(df, "columns") and hasattr(df, "to_dict")) or _is_dataset(df):
+        raise TypeError(f"df must be a pandas DataFrame, got {type_name(df)}")
+    names = [str(c) for c in df.columns]
+    if len(set(names)) != len(names):
+        raise ValueError("DataFrame: duplicate column names")
+    return {str(c): df[c].tolist() for c in df.columns}
+
+
+def table_from_dataset(ds: Any) -> dict[str, list]:
+    """Columns of a Hugging Face ``datasets.Dataset`` as a table (dict of lists).
+
+    Only the ``Dataset`` object is touched: nothing is downloaded.
+    """
+    if not _is_dataset(ds) or not hasattr(ds, "to_dict"):
+        raise TypeError(f"ds must be a datasets.Dataset, got {type_name(ds)}")
+    return {str(c): list(v) for c, v in ds.to_dict().items()}
+
+
+def _table_from_mapping(m: Mapping, name: str) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for k, v in m.items():
+        if not isinstance(k, str):
+            raise TypeError(f"{name}: column names must be str, got {type_name(k)}")
+        if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+            raise TypeError(f"{name}[{k!r}] must be a list of values, got {type_name(v)}")
+        out[k] = list(v)
+    lengths = {len(v) for v in out.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"{name}: columns must be equally long, got lengths {sorted(lengths)}")
+    return out
+
+
+def as_table(source: Any, name: str = "source") -> dict[str, list]:
+    """A table (dict of column lists) from a DataFrame, a ``datasets.Dataset`` or a dict.
+
+    Raises
+    ------
+    TypeError
+        For anything else (paths are read by :func:`read_table`).
+    """
+    if isinstance(source, Mapping):
+        return _table_from_mapping(source, name)
+    if _is_dataset(source):
+        return table_from_dataset(source)
+    if hasattr(source, "columns") and hasattr(source, "to_dict"):
+        return table_from_dataframe(source)
+    raise TypeError(
+        f"{name} must be a path, a dict of columns, a pandas DataFrame or a "
+        f"datasets.Dataset, got {type_name(source)}"
+    )
+
+
+def _parse_fields(fields: Sequence[str] | str) -> list[str]:
+    if isinstance(fields, str):
+        fields = [f.strip() for f in fields.split(",")]
+    if isinstance(fields, (bytes, bytearray)) or not isinstance(fields, Sequence):
+        raise TypeError(f"fields must be a sequence of column names, got {type_name(fields)}")
+    out = list(fields)
+    if not out or any(not isinstance(f, str) or not f for f in out):
+        raise ValueError(f"fields must be non-empty column names, got {fields!r}")
+    if len(set(out)) != len(out):
+        raise ValueError(f"fields must not repeat a column, got {out!r}")
+    return out
+
+
+def read_fields(
+    source: str | os.PathLike | Any,
+    fields: Sequence[str] | str = ("context", "response"),
+    fmt: str | None = None,
+    *,
+    turns: int = 1,
+) -> tuple[list[list[str]], dict[str, list]]:
+    """Read the text fields of a sample file (or DataFrame) for scanning.
+
+    Parameters
+    ----------
+    source : path, dict of columns, pandas DataFrame or datasets.Dataset
+        A DailyDialog file is cut into (context, response) samples with
+        ``turns`` context turns; other formats give their rows.
+    fields : sequence of str or comma-separated str, default ("context", "response")
+        The columns compared (the ratio is the minimum over them).  For
+        DailyDialog files they must be ``context`` and/or ``response``.
+    fmt : str, optional
+        One of :data:`FORMATS`; default from the extension.
+    turns : int, default 1
+
+    Returns
+    -------
+    columns : list of list of str
+        One list per field.
+    table : dict of str to list
+        The whole table (DailyDialog: context, response, dialogue, turn).
+
+    Raises
+    ------
+    ValueError
+        A missing column, or a value that is not a string (with its line).
+    """
+    names = _parse_fields(fields)
+    turns = check_int(turns, "turns", minimum=1)
+    if not isinstance(source, (str, os.PathLike)):
+        table = as_table(source)
+        where = type(source).__name__
+        lines = None
+    else:
+        fmt = infer_format(source, fmt)
+        where = os.fspath(source)
+        if not os.path.isfile(where):
+            raise FileNotFoundError(f"{where}: no such file")
+        lines = None
+        if fmt == "dailydialog":
+            s = make_samples(read_dialogues(where), turns)
+            table = {"context": s.context, "response": s.response,
+                     "dialogue": s.dialogue.tolist(), "turn": s.turn.tolist()}
+            bad = [f for f in names if f not in ("context", "response")]
+            if bad:
+                raise ValueError(
+                    f"{where}: a DailyDialog file has fields context and response, "
+                    f"not {', '.join(bad)}"
+                )
+        elif fmt == "jsonl":
+            table, lines = _read_jsonl(where)
+        else:
+            table = read_table(where, fmt)
+    for f in names:
+        if f not in table:
+            have = ", ".join(table) or "none"
+            raise ValueError(f"{where}: no column {f!r} (columns: {have})")
+        for i, v in enumerate(table[f]):
+            if not isinstance(v, str):
+                # CSV values are always strings; JSONL knows its lines
+                at = f"{where}:{lines[i]}" if lines is not None else f"{where}: row {i}"
+                raise ValueError(f"{at}: field {f!r} must be a string, got {type_name(v)}")
+    return [table[f] for f in names], table
+
+
+# ------------------------------------------------------------------ writers
+def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None) -> None:
+    """Write a table (dict of equally long lists) as CSV, TSV, JSONL or Parquet.
+
+    The file is written to a temporary name and renamed when complete.
+
+    Parameters
+    ----------
+    path : str or path-like
+    table : dict of str to list
+    fmt : {"csv", "tsv", "jsonl", "parquet"}, optional
+        Default: from the extension.
+    """
+    fmt = infer_format(path, fmt)
+    if not isinstance(table, dict):
+        raise TypeError(f"table must be a dict of column lists, got {type_name(table)}")
+    lengths = {len(v) for v in table.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"table: columns must be equally long, got lengths {sorted(lengths)}")
+    n = lengths.pop() if lengths else 0
+    p = os.fspath(path)
+    cols = list(table)
+    if fmt in ("csv", "tsv"):
+        with atomic_write(p, "w", encoding="utf-8", newline="") as fh:
+            w = csv.writer(fh, dialect=_DIALECTS[fmt])
+            w.writerow(cols)
+            for i in range(n):
+                w.writerow([table[c][i] for c in cols])
+    elif fmt == "jsonl":
+        with atomic_write(p, "w", encoding="utf-8", newline="\n") as fh:
+            for i in range(n):
+                fh.write(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False) + "\n")
+    elif fmt == "parquet":
+        pa = require("pyarrow", "dataframe", "writing Parquet")
+        pq = require("pyarrow.parquet", "dataframe", "writing Parquet")
+        tmp = temporary_name(p)
+        try:
+            pq.write_table(pa.table(table), tmp)
+            os.replace(tmp, p)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+    else:
+        raise ValueError(f"{p}: write DailyDialog files with overlap.dialogue.write_dialogues")
