@@ -24,8 +24,16 @@ Two ways to search one chunk, chosen per chunk by ``index=``:
     (a threshold join), keeping the best per query.  No index build per chunk,
     but it needs a cut-off > 0 and lists every pair above it.
 ``"auto"`` (default)
-    ``"queries"`` once the cut-off is at least :data:`AUTO_QUERIES_CUTOFF`
-    (few pairs qualify), else ``"chunk"``.
+    ``"queries"`` once the cut-off is at least :data:`AUTO_QUERIES_CUTOFF`,
+    unless the last chunk searched that way listed more pairs than it had
+    rows; else ``"chunk"``.
+
+The rule comes from a measurement (bench/README.md, "Streaming"): on Zipf
+text with 1,000 queries and 65,536-row chunks, one thread, the query index is
+1.4x (cut-off 0.5) to 2.7x (0.8) faster than indexing the chunk, but at 0.3 it
+is 2.4x slower and at 0.1 about 70x slower, because the join then lists
+millions of pairs.  The join runs on slices of :data:`JOIN_ROWS` chunk rows
+so that its pair list stays small even then.
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ __all__ = [
 
 #: ``index="auto"`` indexes the queries once the cut-off reaches this score.
 AUTO_QUERIES_CUTOFF = 0.5
+#: Chunk rows per threshold join when the queries are indexed.
+JOIN_ROWS = 8192
 
 _INDEX_CHOICES = ("auto", "chunk", "queries")
 ProgressArg = Union[bool, Callable[[int, int], Any], None]
@@ -78,6 +88,20 @@ def merge_top_k(score: np.ndarray, index: np.ndarray, new_score: np.ndarray,
     key = np.where(i < 0, np.iinfo(np.int64).max, i)
     order = np.lexsort((key, -s), axis=1)[:, :k]
     return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
+
+
+def _best_per_query(pairs, nq: int, k: int, offset: int):
+    """Top-k per query of join pairs (left: reference row, right: query)."""
+    s = np.zeros((nq, k), dtype=np.float64)
+    i = np.full((nq, k), -1, dtype=np.int64)
+    order = np.lexsort((pairs.left, -pairs.score, pairs.right))
+    q, r, sc = pairs.right[order], pairs.left[order], pairs.score[order]
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    rank = np.arange(q.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, q.shape[0]]))
+    top = rank < k
+    s[q[top], rank[top]] = sc[top]
+    i[q[top], rank[top]] = r[top] + offset
+    return s, i
 
 
 class StreamMerger:
@@ -113,6 +137,7 @@ class StreamMerger:
         self.n_references = 0
         self.chunks = {"chunk": 0, "queries": 0}
         self._query_index: OverlapIndex | None = None
+        self._pairs_per_row = 0.0
 
     def cutoff(self) -> float:
         """Scores below this can no longer enter any query's top-k (or pass min_score)."""
@@ -144,7 +169,8 @@ class StreamMerger:
         cut = self.cutoff()
         how = self.index_choice
         if how == "auto":
-            how = "queries" if cut >= AUTO_QUERIES_CUTOFF else "chunk"
+            cheap = cut >= AUTO_QUERIES_CUTOFF and self._pairs_per_row <= 1.0
+            how = "queries" if cheap else "chunk"
         if how == "queries" and cut <= 0.0:
             how = "chunk"  # a join needs a positive threshold
         self.chunks[how] += 1
@@ -166,19 +192,20 @@ class StreamMerger:
     def _join_chunk(self, rfields, cut: float):
         if self._query_index is None:
             self._query_index = OverlapIndex(self.queries, n_threads=self.n_threads)
-        pairs = self._query_index.join(rfields, threshold=cut, n_threads=self.n_threads)
         nq, k = self.score.shape
+        m = len(rfields[0])
         s = np.zeros((nq, k), dtype=np.float64)
         i = np.full((nq, k), -1, dtype=np.int64)
-        if len(pairs):
-            # pairs.left: chunk row, pairs.right: query; best per query, ties low row
-            order = np.lexsort((pairs.left, -pairs.score, pairs.right))
-            q, r, sc = pairs.right[order], pairs.left[order], pairs.score[order]
-            starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
-            rank = np.arange(q.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, q.shape[0]]))
-            top = rank < k
-            s[q[top], rank[top]] = sc[top]
-            i[q[top], rank[top]] = r[top]
+        n_pairs = 0
+        for a in range(0, m, JOIN_ROWS):
+            b = min(m, a + JOIN_ROWS)
+            part = rfields if (a, b) == (0, m) else tuple(
+                f.take(np.arange(a, b, dtype=np.int64)) for f in rfields)
+            pairs = self._query_index.join(part, threshold=cut, n_threads=self.n_threads)
+            n_pairs += len(pairs)
+            if len(pairs):
+                s, i = merge_top_k(s, i, *_best_per_query(pairs, nq, k, a))
+        self._pairs_per_row = n_pairs / m
         return s, i
 
     def result(self) -> MaxOverlapResult:

@@ -91,6 +91,34 @@ def test_ties_across_chunk_boundaries_go_to_the_lowest_row(index):
         assert got.index[0].tolist() == [1, 2, 4]  # equal scores, first rows win
 
 
+@pytest.mark.parametrize("join_rows", [1, 2, 5])
+def test_query_index_joins_in_slices(monkeypatch, rng, join_rows):
+    import overlap.stream as stream
+
+    monkeypatch.setattr(stream, "JOIN_ROWS", join_rows)
+    q = TokenSets.from_texts([" ".join(rng.choice(VOCAB, rng.integers(1, 5))) for _ in range(30)])
+    r = TokenSets.from_texts([" ".join(rng.choice(VOCAB, rng.integers(1, 5))) for _ in range(80)])
+    for k in (1, 3):
+        got = stream_max_overlap(q, _chunks((r,), [11]), top_k=k, min_score=0.4,
+                                 index="queries")
+        want = overlap.max_overlap(q, r, top_k=k, min_score=0.4)
+        np.testing.assert_array_equal(got.score, want.score)
+        np.testing.assert_array_equal(got.index, want.index)
+
+
+def test_auto_falls_back_to_the_chunk_index_when_the_join_lists_many_pairs():
+    q = TokenSets.from_texts(["a b", "a c", "a d"])
+    m = StreamMerger(q, min_score=0.5)
+    m.add(TokenSets.from_texts(["x", "y"]))           # cut-off 0.5: query index, no pairs
+    assert m.chunks == {"chunk": 0, "queries": 1}
+    m.add(TokenSets.from_texts(["a", "a b c d"]))     # 6 pairs >= 0.5 for 2 rows
+    m.add(TokenSets.from_texts(["a b"]))
+    assert m.chunks == {"chunk": 1, "queries": 2}
+    want = overlap.max_overlap(q, TokenSets.from_texts(["x", "y", "a", "a b c d", "a b"]),
+                               min_score=0.5)
+    np.testing.assert_array_equal(m.result().index, want.index)
+
+
 def test_merger_validates():
     q = TokenSets.from_texts(["a b"])
     m = StreamMerger(q)
