@@ -1,6 +1,8 @@
 import numpy as np
 from numpy.typing import NDArray
 
+INTL_RANGES: tuple[tuple[int, int], ...]
+
 def scan_texts(
     texts: list[str], mode: int, seed: int, n_threads: int
 ) -> tuple[NDArray[np.int64], NDArray[np.uint64]]: ...

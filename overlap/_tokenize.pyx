@@ -32,6 +32,23 @@ cdef enum:
     MODE_WHITESPACE = 1
     MODE_CHAR = 2
     MODE_WHOLE = 3
+    MODE_INTL = 4
+
+#: Code point ranges (inclusive) whose word characters are one token each in the
+#: ``intl`` preset: kana, CJK ideographs and Hangul syllables.
+INTL_RANGES = (
+    (0x3040, 0x309F),    # Hiragana
+    (0x30A0, 0x30FF),    # Katakana
+    (0x31F0, 0x31FF),    # Katakana Phonetic Extensions
+    (0x3400, 0x4DBF),    # CJK Unified Ideographs Extension A
+    (0x4E00, 0x9FFF),    # CJK Unified Ideographs
+    (0xAC00, 0xD7AF),    # Hangul Syllables
+    (0xF900, 0xFAFF),    # CJK Compatibility Ideographs
+    (0xFF66, 0xFF9F),    # halfwidth Katakana
+    (0x1AFF0, 0x1B16F),  # Kana Extended-B, Kana Supplement, Kana Extended-A, Small Kana Extension
+    (0x20000, 0x3FFFF),  # planes 2 and 3: CJK Unified Ideographs Extensions B-J and
+                         # CJK Compatibility Ideographs Supplement
+)
 
 # string.punctuation: the reference drops every token that is a substring of it.
 cdef const char* PUNCT = b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
@@ -43,6 +60,46 @@ cdef inline bint is_word(Py_UCS4 c) noexcept nogil:
     if c < 128:
         return (c >= 97 and c <= 122) or (c >= 48 and c <= 57) or c == 95 or (c >= 65 and c <= 90)
     return Py_UNICODE_ISALNUM(c)
+
+
+cdef inline bint is_single(Py_UCS4 c) noexcept nogil:
+    # `intl`: code points that are one token each when they are word characters.
+    # The same ranges as INTL_RANGES below (a test checks every code point).
+    if c < 0x3040:
+        return False
+    if c < 0x3100:                                  # Hiragana, Katakana
+        return True
+    if c < 0x31F0:
+        return False
+    if c < 0x3200:                                  # Katakana Phonetic Extensions
+        return True
+    if c < 0x3400:
+        return False
+    if c < 0x4DC0:                                  # CJK Unified Ideographs Ext. A
+        return True
+    if c < 0x4E00:
+        return False
+    if c < 0xA000:                                  # CJK Unified Ideographs
+        return True
+    if c < 0xAC00:
+        return False
+    if c < 0xD7B0:                                  # Hangul Syllables
+        return True
+    if c < 0xF900:
+        return False
+    if c < 0xFB00:                                  # CJK Compatibility Ideographs
+        return True
+    if c < 0xFF66:
+        return False
+    if c < 0xFFA0:                                  # halfwidth Katakana
+        return True
+    if c < 0x1AFF0:
+        return False
+    if c < 0x1B170:                                 # Kana Ext.-B, Supplement, Ext.-A, Small
+        return True
+    if c < 0x20000:
+        return False
+    return c < 0x40000                              # Ideographic planes 2 and 3
 
 
 cdef inline bint is_space(Py_UCS4 c) noexcept nogil:
@@ -105,15 +162,23 @@ cdef int64_t scan_one(int kind, const void* data, Py_ssize_t n, int mode,
             while i < n and not is_space(PyUnicode_READ(kind, data, i)):
                 i += 1
         elif is_word(c):
-            while i < n and is_word(PyUnicode_READ(kind, data, i)):
-                i += 1
+            if mode == MODE_INTL:
+                if not is_single(c):
+                    while i < n:
+                        c = PyUnicode_READ(kind, data, i)
+                        if not is_word(c) or is_single(c):
+                            break
+                        i += 1
+            else:
+                while i < n and is_word(PyUnicode_READ(kind, data, i)):
+                    i += 1
         else:
             while i < n:
                 c = PyUnicode_READ(kind, data, i)
                 if is_word(c) or is_space(c):
                     break
                 i += 1
-        if mode == MODE_WORDPUNCT and in_punctuation(kind, data, start, i):
+        if (mode == MODE_WORDPUNCT or mode == MODE_INTL) and in_punctuation(kind, data, start, i):
             continue
         out[m] = hash_span(kind, data, start, i, basis)
         m += 1

@@ -323,3 +323,88 @@ def dedup(
         strict = pairs.score > t
         left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
     return dedup_from_edges(left, right, score, n)
+
+
+# ------------------------------------------------------- streamed shards
+def _stream_shard(path, eval_columns, options, n_threads):
+    from .stream import scan_stream as _scan
+
+    return _scan(eval_columns, [path], n_threads=n_threads, progress=False, **options)
+
+
+def scan_stream(
+    eval_columns: Any,
+    shards: Any,
+    *,
+    client: Any,
+    fields: Any = None,
+    fmt: str | None = None,
+    tokenizer: Any = "wordpunct",
+    ngram: int = 1,
+    seed: int = 0,
+    chunk_rows: int = 65536,
+    top_k: int = 1,
+    min_score: float = 0.0,
+    index: str = "auto",
+    keep_text: bool = True,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+):
+    """:func:`overlap.stream.scan_stream` with every shard streamed on a worker.
+
+    Each shard file is read, tokenized and searched chunk by chunk on the worker
+    it is sent to (shard ``s`` to worker ``s mod n_workers``), so no worker
+    holds more than one chunk of the corpus and nothing of it crosses the
+    network: the workers must see the paths (a shared or replicated file
+    system).  Every task returns its shard's best matches; they are laid end
+    to end in shard order and merged exactly, so the result equals the local
+    :func:`overlap.stream.scan_stream` over the same shards.
+
+    Parameters
+    ----------
+    eval_columns : dict of field -> list of str, or list of str
+        The eval samples; sent to every worker and tokenized there.
+    shards : path or list of paths
+        A directory (its shards in sorted name order) or a list of files.
+    client : distributed.Client
+    fields, fmt, tokenizer, ngram, seed, chunk_rows, top_k, min_score, index, keep_text
+        As in :func:`overlap.stream.scan_stream`.  A callable tokenizer must
+        be picklable.
+    n_threads : int, optional
+        Kernel threads per shard task (default: the worker's ``nthreads``).
+    progress : bool or callable
+        Counts finished shards.
+
+    Returns
+    -------
+    overlap.stream.StreamScanResult
+    """
+    import time
+
+    from .stream import check_scan_args, merge_scan_results
+    from .stream_readers import shard_paths
+
+    t0 = time.perf_counter()
+    check_scan_args(eval_columns, fields, ngram=ngram, chunk_rows=chunk_rows, top_k=top_k,
+                    min_score=min_score, index=index)
+    n_threads = _check_threads(n_threads)
+    client = _check_client(client)
+    paths = shard_paths(shards, fmt)
+    ws = _workers(client)
+    options = dict(fields=fields, fmt=fmt, tokenizer=tokenizer, ngram=ngram, seed=seed,
+                   chunk_rows=chunk_rows, top_k=top_k, min_score=min_score, index=index,
+                   keep_text=keep_text)
+    ev = client.scatter([eval_columns], broadcast=True, hash=False)[0]
+    futures = []
+    for s, path in enumerate(paths):
+        addr, slots = ws[s % len(ws)]
+        nt = n_threads if n_threads is not None else max(1, slots)
+        futures.append(client.submit(_stream_shard, path, ev, options, nt, workers=[addr],
+                                     allow_other_workers=True, pure=False))
+    _run(client, futures, progress, "dask scan_stream")
+    res = merge_scan_results(client.gather(futures))
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+__all__ += ["scan_stream"]

@@ -25,7 +25,7 @@ from ._validation import (
 __all__ = ["TokenSets", "TOKENIZERS", "Provenance", "HASH_VERSION"]
 
 #: Tokenizer presets; each lower-cases the text with ``str.lower()`` first.
-TOKENIZERS = {"wordpunct": 0, "whitespace": 1, "char": 2}
+TOKENIZERS = {"wordpunct": 0, "whitespace": 1, "char": 2, "intl": 4}
 _MODE_WHOLE = 3
 
 #: Version of the token and n-gram hash functions; bumped if they ever change.
@@ -190,10 +190,14 @@ class TokenSets:
         Parameters
         ----------
         texts : sequence of str
-        tokenizer : {"wordpunct", "whitespace", "char"} or callable
+        tokenizer : {"wordpunct", "whitespace", "char", "intl"} or callable
             ``"wordpunct"`` (default) lower-cases, takes the matches of
             ``\\w+|[^\\w\\s]+`` and drops every token that is a substring of
             ``string.punctuation`` (the published reference's rule).
+            ``"intl"`` is ``"wordpunct"`` except that every word character in
+            ``overlap._tokenize.INTL_RANGES`` (kana, CJK ideographs, Hangul
+            syllables) is a token of its own, for mixed-script text (see
+            docs/tokenizers.md).
             ``"whitespace"`` lower-cases and splits on whitespace.  ``"char"``
             lower-cases and makes every non-space character a token.  A callable
             ``str -> list[str]`` receives the text unchanged.

@@ -1,0 +1,569 @@
+"""Exact max-overlap search against a reference corpus bigger than memory.
+
+The queries (an eval set: small) stay in memory; the references (a training
+corpus: large) arrive chunk by chunk and are dropped after use.  For every
+chunk the exact search of :func:`overlap.max_overlap` runs on that chunk alone
+and its best matches, shifted to global reference numbers, are merged into the
+running best.  Chunks arrive in order, so a later chunk replaces a match only
+with a strictly greater score (or, for ``top_k > 1``, enters the list after
+the equal scores already in it): ties go to the lowest global index, and the
+result equals :func:`overlap.max_overlap` on all the references at once, bit
+for bit, for any chunking.
+
+Memory is the queries, one chunk (its texts, token sets and index) and the
+``n_queries x top_k`` running best: independent of the corpus size.
+
+Two ways to search one chunk, chosen per chunk by ``index=``:
+
+``"chunk"``
+    Build an :class:`~overlap.OverlapIndex` on the chunk and search the
+    queries in it (the search prunes with the running k-th best score).
+``"queries"``
+    Use one index over the queries, built once, and list the chunk's pairs
+    whose score reaches the cut-off ``max(min_score, lowest running k-th best)``
+    (a threshold join), keeping the best per query.  No index build per chunk,
+    but it needs a cut-off > 0 and lists every pair above it.
+``"auto"`` (default)
+    ``"queries"`` once the cut-off is at least :data:`AUTO_QUERIES_CUTOFF`,
+    unless the last chunk searched that way listed more pairs than it had
+    rows; else ``"chunk"``.
+
+The rule comes from a measurement (bench/README.md, "Streaming"): on Zipf
+text with 1,000 queries and 65,536-row chunks, one thread, the query index is
+1.4x (cut-off 0.5) to 2.7x (0.8) faster than indexing the chunk, but at 0.3 it
+is 2.4x slower and at 0.1 about 70x slower, because the join then lists
+millions of pairs.  The join runs on slices of :data:`JOIN_ROWS` chunk rows
+so that its pair list stays small even then.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from ._threads import effective_n_threads
+from ._validation import as_fields, check_compatible, check_int, check_unit_interval, type_name
+from .search import Fields, MaxOverlapResult, OverlapIndex
+from .stream_readers import Chunk, read_chunks, source_size
+from .tokensets import Tokenizer, TokenSets
+
+__all__ = [
+    "AUTO_QUERIES_CUTOFF",
+    "StreamMerger",
+    "StreamScanResult",
+    "stream_max_overlap",
+    "scan_stream",
+    "merge_scan_results",
+    "check_scan_args",
+]
+
+#: ``index="auto"`` indexes the queries once the cut-off reaches this score.
+AUTO_QUERIES_CUTOFF = 0.5
+#: Chunk rows per threshold join when the queries are indexed.
+JOIN_ROWS = 8192
+
+_INDEX_CHOICES = ("auto", "chunk", "queries")
+ProgressArg = Union[bool, Callable[[int, int], Any], None]
+
+
+def merge_top_k(score: np.ndarray, index: np.ndarray, new_score: np.ndarray,
+                new_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact merge of two ``(n, k)`` top-k lists, the second from later references.
+
+    Sorted by score (descending) then index (ascending); ``-1`` (no match) last.
+    """
+    k = score.shape[1]
+    if k == 1:
+        better = new_score[:, 0] > score[:, 0]
+        return (np.where(better[:, None], new_score, score),
+                np.where(better[:, None], new_index, index))
+    s = np.concatenate([score, new_score], axis=1)
+    i = np.concatenate([index, new_index], axis=1)
+    key = np.where(i < 0, np.iinfo(np.int64).max, i)
+    order = np.lexsort((key, -s), axis=1)[:, :k]
+    return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
+
+
+def _best_per_query(pairs, nq: int, k: int, offset: int):
+    """Top-k per query of join pairs (left: reference row, right: query)."""
+    s = np.zeros((nq, k), dtype=np.float64)
+    i = np.full((nq, k), -1, dtype=np.int64)
+    order = np.lexsort((pairs.left, -pairs.score, pairs.right))
+    q, r, sc = pairs.right[order], pairs.left[order], pairs.score[order]
+    starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
+    rank = np.arange(q.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, q.shape[0]]))
+    top = rank < k
+    s[q[top], rank[top]] = sc[top]
+    i[q[top], rank[top]] = r[top] + offset
+    return s, i
+
+
+class StreamMerger:
+    """The running best matches of fixed queries over a stream of reference chunks.
+
+    Parameters
+    ----------
+    queries : TokenSets or sequence of TokenSets
+        One TokenSets per field (multi-field ratio: the minimum over fields).
+    top_k : int, default 1
+    min_score : float in [0, 1], default 0
+    index : {"auto", "chunk", "queries"}
+        How each chunk is searched (see the module notes); the result is the
+        same for every choice.
+    n_threads : int or None
+
+    Use :meth:`add` for every chunk in order, then :meth:`result`.
+    """
+
+    def __init__(self, queries: Fields, *, top_k: int = 1, min_score: float = 0.0,
+                 index: str = "auto", n_threads: int | None = None) -> None:
+        self.queries = as_fields(queries, "queries")
+        self.top_k = check_int(top_k, "top_k", minimum=1)
+        self.min_score = check_unit_interval(min_score, "min_score")
+        if index not in _INDEX_CHOICES:
+            raise ValueError(f"index must be one of {', '.join(_INDEX_CHOICES)}, got {index!r}")
+        self.index_choice = index
+        self.n_threads = n_threads
+        effective_n_threads(n_threads)  # validates
+        nq = len(self.queries[0])
+        self.score = np.zeros((nq, self.top_k), dtype=np.float64)
+        self.index = np.full((nq, self.top_k), -1, dtype=np.int64)
+        self.n_references = 0
+        self.chunks = {"chunk": 0, "queries": 0}
+        self._query_index: OverlapIndex | None = None
+        self._pairs_per_row = 0.0
+
+    def cutoff(self) -> float:
+        """Scores below this can no longer enter any query's top-k (or pass min_score)."""
+        if self.score.shape[0] == 0:
+            return 1.0
+        return max(self.min_score, float(self.score[:, -1].min()))
+
+    def add(self, references: Fields, offset: int | None = None) -> None:
+        """Merge the best matches of the next chunk of references.
+
+        Parameters
+        ----------
+        references : TokenSets or sequence of TokenSets
+            The chunk, with the same fields as the queries.
+        offset : int, optional
+            Global index of the chunk's first reference; default: the number
+            of references added so far.  Must not go backwards.
+        """
+        rfields = as_fields(references, "references")
+        check_compatible(self.queries, rfields, "queries", "references")
+        if offset is None:
+            offset = self.n_references
+        offset = check_int(offset, "offset", minimum=self.n_references)
+        m = len(rfields[0])
+        self.n_references = offset + m
+        nq = self.score.shape[0]
+        if m == 0 or nq == 0:
+            return
+        cut = self.cutoff()
+        how = self.index_choice
+        if how == "auto":
+            cheap = cut >= AUTO_QUERIES_CUTOFF and self._pairs_per_row <= 1.0
+            how = "queries" if cheap else "chunk"
+        if how == "queries" and cut <= 0.0:
+            how = "chunk"  # a join needs a positive threshold
+        self.chunks[how] += 1
+        if how == "chunk":
+            res = OverlapIndex(rfields, n_threads=self.n_threads).max_overlap(
+                self.queries, top_k=self.top_k, min_score=cut, n_threads=self.n_threads)
+            s = np.reshape(res.score, (nq, self.top_k))
+            i = np.reshape(res.index, (nq, self.top_k))
+        else:
+            s, i = self._join_chunk(rfields, cut)
+        found = i >= 0
+        # scores equal to the cut-off are kept: below min_score nothing is
+        # reported, and ties with earlier references lose in the merge anyway
+        keep = found & (s >= self.min_score)
+        s = np.where(keep, s, 0.0)
+        i = np.where(keep, i + offset, -1)
+        self.score, self.index = merge_top_k(self.score, self.index, s, i)
+
+    def _join_chunk(self, rfields, cut: float):
+        if self._query_index is None:
+            self._query_index = OverlapIndex(self.queries, n_threads=self.n_threads)
+        nq, k = self.score.shape
+        m = len(rfields[0])
+        s = np.zeros((nq, k), dtype=np.float64)
+        i = np.full((nq, k), -1, dtype=np.int64)
+        n_pairs = 0
+        for a in range(0, m, JOIN_ROWS):
+            b = min(m, a + JOIN_ROWS)
+            part = rfields if (a, b) == (0, m) else tuple(
+                f.take(np.arange(a, b, dtype=np.int64)) for f in rfields)
+            pairs = self._query_index.join(part, threshold=cut, n_threads=self.n_threads)
+            n_pairs += len(pairs)
+            if len(pairs):
+                s, i = merge_top_k(s, i, *_best_per_query(pairs, nq, k, a))
+        self._pairs_per_row = n_pairs / m
+        return s, i
+
+    def result(self) -> MaxOverlapResult:
+        """The matches so far, shaped as :func:`overlap.max_overlap` returns them."""
+        if self.top_k == 1:
+            return MaxOverlapResult(self.score[:, 0].copy(), self.index[:, 0].copy())
+        return MaxOverlapResult(self.score.copy(), self.index.copy())
+
+
+def stream_max_overlap(
+    queries: Fields,
+    reference_chunks: Iterable[Fields],
+    *,
+    top_k: int = 1,
+    min_score: float = 0.0,
+    index: str = "auto",
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> MaxOverlapResult:
+    """:func:`overlap.max_overlap` with the references given chunk by chunk.
+
+    Parameters
+    ----------
+    queries : TokenSets or sequence of TokenSets
+    reference_chunks : iterable of TokenSets (or of sequences of TokenSets)
+        Consecutive chunks of the references, in order; reference ``j`` of the
+        result is row ``j`` of the chunks laid end to end.  Any iterable works
+        (a generator keeps only one chunk alive).
+    top_k, min_score
+        As in :func:`overlap.max_overlap`.
+    index : {"auto", "chunk", "queries"}
+        How each chunk is searched (module notes); the result does not depend on it.
+    n_threads : int or None
+    progress : bool or callable
+        True prints references done (tqdm on a terminal, plain lines in a
+        log); a callable receives ``(references_done, 0)``.
+
+    Returns
+    -------
+    MaxOverlapResult
+        Equal to ``overlap.max_overlap(queries, all_references, ...)``.
+    """
+    merger = StreamMerger(queries, top_k=top_k, min_score=min_score, index=index,
+                          n_threads=n_threads)
+    if isinstance(reference_chunks, (TokenSets, str, bytes)):
+        raise TypeError("reference_chunks must be an iterable of chunks, got a single "
+                        f"{type_name(reference_chunks)}")
+    bar = _Progress(progress, 0, "references", "stream_max_overlap")
+    try:
+        for chunk in reference_chunks:
+            merger.add(chunk)
+            bar.update(merger.n_references)
+    finally:
+        bar.close()
+    return merger.result()
+
+
+# ------------------------------------------------------------------ texts
+@dataclass
+class StreamScanResult:
+    """Best training match of every eval sample over a streamed corpus.
+
+    Attributes
+    ----------
+    score, index : ndarray
+        As in :class:`~overlap.MaxOverlapResult`; ``index`` numbers the
+        corpus rows globally, in reading order (see ``shards``).
+    match : dict of str to list
+        For every field, the text of each match (``None`` where there is
+        none); lists of ``top_k`` entries per sample when ``top_k > 1``.
+    shards : list of (path, first_row, n_rows)
+        Where each global row number comes from.
+    n_references : int
+    nbytes : int
+        Bytes read.
+    seconds : float
+    chunks : dict
+        How many chunks each search strategy handled.
+    """
+
+    score: np.ndarray
+    index: np.ndarray
+    match: dict
+    shards: list = field(default_factory=list)
+    n_references: int = 0
+    nbytes: int = 0
+    seconds: float = 0.0
+    chunks: dict = field(default_factory=dict)
+
+    def locate(self, row: int) -> tuple[str, int]:
+        """``(shard path, row within the shard)`` of a global row number."""
+        for path, first, n in self.shards:
+            if first <= row < first + n:
+                return path, row - first
+        raise IndexError(f"row {row} is not in the corpus ({self.n_references} rows)")
+
+
+def check_scan_args(eval_columns, fields, *, ngram, chunk_rows, top_k, min_score,
+                    index) -> tuple[list[str], dict]:
+    """Validate :func:`scan_stream`'s arguments; return the field list and eval columns."""
+    if fields is None:
+        fields = ["text"]
+    elif isinstance(fields, str):
+        fields = [fields]
+    else:
+        if isinstance(fields, (bytes, Mapping)) or not isinstance(fields, Sequence):
+            raise TypeError(f"fields must be a str or a list of str, got {type_name(fields)}")
+        fields = list(fields)
+        if not fields or not all(isinstance(f, str) for f in fields):
+            raise TypeError("fields must be a str or a non-empty list of str")
+    check_int(ngram, "ngram", minimum=1)
+    check_int(chunk_rows, "chunk_rows", minimum=1)
+    check_int(top_k, "top_k", minimum=1)
+    check_unit_interval(min_score, "min_score")
+    if index not in _INDEX_CHOICES:
+        raise ValueError(f"index must be one of {', '.join(_INDEX_CHOICES)}, got {index!r}")
+    return fields, _eval_fields(eval_columns, fields)
+
+
+def _eval_fields(eval_columns, fields: list[str]) -> dict:
+    if isinstance(eval_columns, Mapping):
+        missing = [f for f in fields if f not in eval_columns]
+        if missing:
+            raise ValueError(f"eval_columns has no field {missing[0]!r} "
+                             f"(has {', '.join(map(str, eval_columns))})")
+        cols = {f: list(eval_columns[f]) for f in fields}
+    elif isinstance(eval_columns, Sequence) and not isinstance(eval_columns, (str, bytes)):
+        if len(fields) != 1:
+            raise ValueError("eval_columns is a list of texts: give exactly one field")
+        cols = {fields[0]: list(eval_columns)}
+    else:
+        raise TypeError("eval_columns must be a dict of field -> texts or a list of texts, "
+                        f"got {type_name(eval_columns)}")
+    lens = {len(v) for v in cols.values()}
+    if len(lens) > 1:
+        raise ValueError(f"eval_columns: fields have different lengths {sorted(lens)}")
+    return cols
+
+
+def scan_stream(
+    eval_columns: Mapping[str, Sequence[str]] | Sequence[str],
+    source: str | os.PathLike | Sequence | Iterable[Chunk],
+    *,
+    fields: Sequence[str] | str | None = None,
+    fmt: str | None = None,
+    tokenizer: Tokenizer = "wordpunct",
+    ngram: int = 1,
+    seed: int = 0,
+    chunk_rows: int = 65536,
+    top_k: int = 1,
+    min_score: float = 0.0,
+    index: str = "auto",
+    keep_text: bool = True,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+) -> StreamScanResult:
+    """Scan eval samples against a training corpus read from disk in chunks.
+
+    The CLI-ready entry point: ``overlap scan --train-stream SOURCE --eval E``.
+
+    Parameters
+    ----------
+    eval_columns : dict of field -> list of str, or list of str
+        The eval samples (in memory).
+    source : path, list of paths, or iterable of :class:`Chunk`
+        A JSONL / CSV / TSV / Parquet / text file or a directory of shards
+        (see :func:`overlap.stream_readers.read_chunks`); or chunks already read.
+    fields : str or list of str, optional
+        Fields compared (multi-field ratio: the minimum).  Default ``"text"``.
+    fmt : str, optional
+        Format of every shard, instead of the file extensions.
+    tokenizer, ngram, seed
+        As in :meth:`overlap.TokenSets.from_texts`, for both sides.
+    chunk_rows : int, default 65536
+        Corpus rows held in memory at a time.
+    top_k, min_score, index, n_threads
+        As in :func:`stream_max_overlap`.
+    keep_text : bool, default True
+        Keep the text of every current match (memory: eval size x top_k).
+    progress : bool or callable
+        True: a bar over bytes read (tqdm on a terminal, plain lines in a log);
+        a callable receives ``(bytes_done, bytes_total)``.
+
+    Returns
+    -------
+    StreamScanResult
+    """
+    t0 = time.perf_counter()
+    fields, ev = check_scan_args(eval_columns, fields, ngram=ngram, chunk_rows=chunk_rows,
+                                 top_k=top_k, min_score=min_score, index=index)
+    nt = n_threads
+
+    def tok(texts):
+        return TokenSets.from_texts(texts, tokenizer, ngram=ngram, n_threads=nt, seed=seed)
+
+    queries = tuple(tok(ev[f]) for f in fields)
+    merger = StreamMerger(queries, top_k=top_k, min_score=min_score, index=index,
+                          n_threads=n_threads)
+    nq, k = merger.score.shape
+    match = {f: np.full((nq, k), None, dtype=object) for f in fields} if keep_text else {}
+    if isinstance(source, (str, os.PathLike)) or (
+            isinstance(source, Sequence) and not isinstance(source, (str, bytes))
+            and all(isinstance(p, (str, os.PathLike)) for p in source)):
+        total = source_size(source, fmt)
+        chunks: Iterable[Chunk] = read_chunks(source, fields, fmt=fmt, chunk_rows=chunk_rows)
+    else:
+        total, chunks = 0, source
+    bar = _Progress(progress, total, "B", "scan_stream")
+    shards: list[list] = []
+    nbytes = 0
+    try:
+        for chunk in chunks:
+            if not isinstance(chunk, Chunk):
+                raise TypeError(f"source yielded a {type_name(chunk)}, expected a Chunk")
+            if not shards or shards[-1][0] != chunk.path:
+                shards.append([chunk.path, chunk.first_row, 0])
+            shards[-1][2] += chunk.n_rows
+            if chunk.n_rows:
+                before = merger.index.copy() if keep_text else None
+                merger.add(tuple(tok(chunk.columns[f]) for f in fields), offset=chunk.first_row)
+                if keep_text:
+                    new = merger.index >= chunk.first_row  # older rows have lower numbers
+                    if k > 1:  # top-k lists move older matches between slots
+                        _realign_texts(match, before, merger.index, new)
+                    rows = merger.index[new] - chunk.first_row
+                    for f in fields:
+                        col = chunk.columns[f]
+                        match[f][new] = [col[r] for r in rows.tolist()]
+            nbytes += chunk.nbytes
+            bar.update(nbytes)
+    finally:
+        bar.close()
+    res = merger.result()
+    out_match = {}
+    for f, arr in match.items():
+        out_match[f] = arr[:, 0].tolist() if k == 1 else arr.tolist()
+    return StreamScanResult(
+        res.score, res.index, out_match, [tuple(s) for s in shards], merger.n_references,
+        nbytes, time.perf_counter() - t0, dict(merger.chunks),
+    )
+
+
+def merge_scan_results(parts: Sequence[StreamScanResult]) -> StreamScanResult:
+    """Lay the results of consecutive corpus parts (e.g. shards) end to end.
+
+    ``parts[p]`` numbers its rows from 0; here they are shifted by the rows of
+    the parts before it and merged exactly (ties to the lowest global row), so
+    the result equals one :func:`scan_stream` over all the parts in order.
+    """
+    if not parts:
+        raise ValueError("parts must hold at least one StreamScanResult")
+    first = parts[0]
+    k = 1 if first.score.ndim == 1 else first.score.shape[1]
+    fields = list(first.match)
+    score = np.reshape(first.score, (-1, k)).copy()
+    index = np.reshape(first.index, (-1, k)).copy()
+    texts = {f: np.reshape(np.array(first.match[f], dtype=object), (-1, k)) for f in fields}
+    shards = list(first.shards)
+    offset, nbytes, seconds = first.n_references, first.nbytes, first.seconds
+    chunks = dict(first.chunks)
+    for part in parts[1:]:
+        ps = np.reshape(part.score, (-1, k))
+        pi = np.reshape(part.index, (-1, k))
+        pi = np.where(pi >= 0, pi + offset, -1)
+        s = np.concatenate([score, ps], axis=1)
+        i = np.concatenate([index, pi], axis=1)
+        key = np.where(i < 0, np.iinfo(np.int64).max, i)
+        order = np.lexsort((key, -s), axis=1)[:, :k]
+        score, index = np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
+        for f in fields:
+            t = np.concatenate([texts[f], np.reshape(np.array(part.match[f], dtype=object),
+                                                     (-1, k))], axis=1)
+            texts[f] = np.take_along_axis(t, order, 1)
+        shards += [(p, a + offset, n) for p, a, n in part.shards]
+        offset += part.n_references
+        nbytes += part.nbytes
+        seconds = max(seconds, part.seconds)
+        for key_, v in part.chunks.items():
+            chunks[key_] = chunks.get(key_, 0) + v
+    if k == 1:
+        score, index = score[:, 0], index[:, 0]
+        match = {f: texts[f][:, 0].tolist() for f in fields}
+    else:
+        match = {f: texts[f].tolist() for f in fields}
+    return StreamScanResult(np.ascontiguousarray(score), np.ascontiguousarray(index), match,
+                            shards, offset, nbytes, seconds, chunks)
+
+
+def _realign_texts(match: dict, before: np.ndarray, after: np.ndarray, new: np.ndarray) -> None:
+    """Move the kept texts of older matches to their new slots in each top-k row."""
+    for q in np.flatnonzero((before != after).any(axis=1)):
+        old = {int(j): s for s, j in enumerate(before[q]) if j >= 0}
+        for f, arr in match.items():
+            prev = arr[q].copy()
+            for s, j in enumerate(after[q]):
+                if not new[q, s]:
+                    arr[q, s] = prev[old[int(j)]] if int(j) in old else None
+
+
+# --------------------------------------------------------------- progress
+class _Progress:
+    """Progress over a growing count (bytes or rows), readable on a terminal and in logs.
+
+    tqdm draws the bar when installed and stderr is a terminal; otherwise a
+    plain line is printed at most every 10 s (and at the end), never a
+    carriage return.
+    """
+
+    def __init__(self, progress: ProgressArg, total: int, unit: str, desc: str) -> None:
+        if not (progress is None or isinstance(progress, bool) or callable(progress)):
+            raise TypeError("progress must be a bool or a callable f(done, total), "
+                            f"got {type_name(progress)}")
+        self.fn = progress if callable(progress) and not isinstance(progress, bool) else None
+        self.on = bool(progress)
+        self.total, self.unit, self.desc, self.done = total, unit, desc, 0
+        self.t0 = self.last = time.monotonic()
+        self.bar = None
+        if self.on and self.fn is None and sys.stderr.isatty():
+            try:
+                from tqdm.auto import tqdm
+            except ImportError:
+                tqdm = None
+            if tqdm is not None:
+                self.bar = tqdm(total=total or None, desc=desc, unit=unit, unit_scale=True,
+                                leave=False, dynamic_ncols=True)
+
+    def update(self, done: int) -> None:
+        step, self.done = done - self.done, done
+        if self.fn is not None:
+            self.fn(done, self.total)
+        elif self.bar is not None:
+            self.bar.update(step)
+        elif self.on:
+            now = time.monotonic()
+            if now - self.last >= 10.0:
+                self.last = now
+                self._line(now)
+
+    def _line(self, now: float) -> None:
+        pct = f" ({100.0 * self.done / self.total:5.1f}%)" if self.total else ""
+        total = f"/{_human(self.total, self.unit)}" if self.total else ""
+        sys.stderr.write(f"{self.desc}: {_human(self.done, self.unit)}{total}{pct} "
+                         f"{now - self.t0:7.1f}s\n")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.on and self.fn is None:
+            self._line(time.monotonic())
+
+
+def _human(n: int, unit: str) -> str:
+    if unit != "B":
+        return f"{n} {unit}"
+    x = float(n)
+    for u in ("B", "kB", "MB", "GB", "TB"):
+        if x < 1000 or u == "TB":
+            return f"{x:.0f} {u}" if u == "B" else f"{x:.2f} {u}"
+        x /= 1000
+    return f"{n} B"
