@@ -196,6 +196,18 @@ def _read_bytes(path) -> tuple[str, bytes]:
     return name, data
 
 
+def decode_utf8(data: bytes, name: str) -> str:
+    """Decode UTF-8 (BOM already stripped); ValueError ``"<file>:<line>: ..."``
+    naming the first bad byte instead of a bare codec error."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ValueError(f"{name}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
+                         f"byte {col} of the line)") from None
+
+
 def _allowed_mask(relations) -> int:
     if relations is None:
         return (1 << 64) - 1
@@ -234,7 +246,7 @@ def read_relation_ids(path) -> dict:
     empty name, an id that is not an integer in 0..63, or a duplicate name or id.
     """
     name, data = _read_bytes(path)
-    text = data.decode("utf-8")
+    text = decode_utf8(data, name)
     lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
