@@ -171,13 +171,15 @@ cdef inline int32_t _table_code(ValueTable* t, double v) noexcept nogil:
     return t.slot_code[h]
 
 
-def encode_values(const double[:, ::1] r, int32_t[:, ::1] codes):
+def encode_values(const double[:, ::1] r, int32_t[:, ::1] codes, Py_ssize_t max_distinct):
     """Code every cell by its value (-1 for NaN): codes index the returned
-    array of distinct values, in first-seen (row-major) order."""
+    array of distinct values, in first-seen (row-major) order.  Returns None
+    as soon as there are more than ``max_distinct`` values (a sort is then
+    faster than a table that no longer fits in cache)."""
     cdef Py_ssize_t R = r.shape[0], N = r.shape[1], i, u
     cdef ValueTable t
     cdef int32_t code
-    cdef int failed = 0
+    cdef int failed = 0, too_many = 0
     cdef double v
     with nogil:
         if _table_init(&t, 1024) != 0:
@@ -193,13 +195,18 @@ def encode_values(const double[:, ::1] r, int32_t[:, ::1] codes):
                         if code < 0:
                             failed = 1
                             break
+                        if code >= max_distinct:
+                            too_many = 1
+                            break
                         codes[i, u] = code
-                if failed:
+                if failed or too_many:
                     break
     cdef double[::1] ov
     try:
         if failed:
             raise MemoryError("krippendorff_alpha: out of memory while collecting the values")
+        if too_many:
+            return None
         out = np.empty(t.n_values, dtype=np.float64)
         ov = out
         for i in range(t.n_values):

@@ -101,10 +101,9 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
     r = as_ratings(ratings)
     if level == "interval" and value_domain is None:
         return _interval_alpha(r, nt)
-    codes = np.empty(r.shape, dtype=np.int32)
-    distinct = _agree.encode_values(r, codes)
+    codes, distinct, ordered = _value_codes(r)
     if value_domain is None:
-        order = np.argsort(distinct, kind="stable")
+        order = np.arange(len(distinct)) if ordered else np.argsort(distinct)
         remap = np.empty(max(len(distinct), 1), dtype=np.int32)
         remap[order] = np.arange(len(distinct), dtype=np.int32)
         x = distinct[order]
@@ -118,6 +117,26 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
 
 
 # ----------------------------------------------------------------- routes
+
+HASH_LIMIT = 1 << 16  # distinct values coded through a hash table; more: sorted
+
+
+def _value_codes(r: np.ndarray):
+    """(raters x units int32 codes, distinct values, whether they are sorted).
+
+    Few distinct values (Likert scales, scores in steps): one pass through a
+    small hash table.  Many: a sort of the values (``numpy.unique``).
+    """
+    codes = np.empty(r.shape, dtype=np.int32)
+    distinct = _agree.encode_values(r, codes, HASH_LIMIT)
+    if distinct is not None:
+        return codes, distinct, False
+    present = ~np.isnan(r)
+    distinct, inverse = np.unique(r[present], return_inverse=True)
+    codes.fill(-1)
+    codes[present] = inverse
+    return codes, distinct, True
+
 
 
 def _interval_alpha(r: np.ndarray, nt: int) -> float:

@@ -218,6 +218,23 @@ def test_many_raters_take_the_sorting_path(level, rng):
     _check_against_exact(m, level)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_sorted_value_codes_route_equals_hash_route(level, rng, monkeypatch):
+    # more distinct values than the hash table takes: codes come from a sort
+    from metrics import agreement
+
+    m = np.round(rng.uniform(0, 9, (6, 400)), 1)
+    m[rng.random(m.shape) < 0.3] = np.nan
+    m[0, 0] = -0.0 if level != "ratio" else 0.0
+    m[1, 0] = 0.0
+    hashed = metrics.krippendorff_alpha(m, level=level)
+    small = m[:, :12]
+    _check_against_exact(small, level)  # -0.0 and 0.0 are one value
+    monkeypatch.setattr(agreement, "HASH_LIMIT", 3)
+    assert metrics.krippendorff_alpha(m, level=level) == pytest.approx(hashed, rel=1e-14)
+    _check_against_exact(small, level)
+
+
 def test_ordinal_numeric_domain_sets_the_order():
     domain = [3.0, 1.0, 2.0, 4.0, 5.0]
     got = metrics.krippendorff_alpha(K2011, level="ordinal", value_domain=domain)
