@@ -99,20 +99,24 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
         remap = np.arange(max(len(domain), 1), dtype=np.int32)
         return _alpha_from_codes(codes, remap, None, len(domain), level, nt)
     r = as_ratings(ratings)
-    if level == "interval" and value_domain is None:
+    domain = None if value_domain is None else _numeric_domain(value_domain)
+    if level == "ratio":
+        for what, v in (("ratings", r), ("value_domain", domain)):
+            negative = None if v is None else v[v < 0]  # NaN compares False
+            if negative is not None and negative.size:
+                raise ValueError(f"{what} must be >= 0 for the ratio level, got "
+                                 f"{float(negative.min())!r}")
+    if level == "interval" and domain is None:
         return _interval_alpha(r, nt)
     codes, distinct, ordered = _value_codes(r)
-    if value_domain is None:
+    if domain is None:
         order = np.arange(len(distinct)) if ordered else np.argsort(distinct)
         remap = np.empty(max(len(distinct), 1), dtype=np.int32)
         remap[order] = np.arange(len(distinct), dtype=np.int32)
         x = distinct[order]
     else:
-        x = _numeric_domain(value_domain)
+        x = domain
         remap = _domain_positions(distinct, x)
-    if level == "ratio" and x.size and x.min() < 0:
-        what = "ratings" if value_domain is None else "value_domain"
-        raise ValueError(f"{what} must be >= 0 for the ratio level, got {float(x.min())!r}")
     return _alpha_from_codes(codes, remap, x, len(x), level, nt)
 
 
