@@ -1,4 +1,4 @@
-"""Command line of the metrics package: ``python -m metrics {ccks,corr} ...``.
+"""Command line of the metrics package: ``python -m metrics {ccks,corr,alpha} ...``.
 
 Exit status: 0 success, 2 bad usage or bad input (one-line error on stderr
 naming the file and line), 1 any other failure.  Input files are UTF-8 (a
@@ -14,7 +14,7 @@ import math
 import os
 import sys
 
-from . import correlation, relation
+from . import agreement, correlation, relation
 
 PROG = "python -m metrics"
 
@@ -46,8 +46,9 @@ def _version() -> str:
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog=PROG, formatter_class=_HelpFormatter,
-        description="Shared-task scorers: CCKS 2019 IPRE relation-extraction F1 (ccks) and "
-                    "correlation of predicted with gold scores (corr).",
+        description="Shared-task scorers: CCKS 2019 IPRE relation-extraction F1 (ccks), "
+                    "correlation of predicted with gold scores (corr), and Krippendorff's "
+                    "alpha of an annotation table (alpha).",
         epilog="Exit status: 0 success, 2 bad usage or bad input (one line on stderr naming "
                "the file and line), 1 any other failure.")
     ap.add_argument("--version", action="version", version=f"%(prog)s {_version()}",
@@ -95,6 +96,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="correlation coefficient (kendall is tau-b)")
     r.add_argument("--label-column", default="label", metavar="NAME",
                    help="name of the score column in both files")
+
+    k = sub.add_parser(
+        "alpha", help="Krippendorff's alpha of an annotation table",
+        formatter_class=_HelpFormatter,
+        description="RATINGS is a UTF-8 CSV file with a header: one row per unit (item), "
+                    "one column per rater; an empty cell (or NA, nan) is a missing value. "
+                    "The id column, if present, is not a rater. Cells are numbers, or labels "
+                    "for the nominal and ordinal levels. Prints units, raters, level and "
+                    "alpha ('nan' with a warning when alpha is undefined).")
+    k.add_argument("ratings", metavar="RATINGS", help="CSV file: units x raters")
+    k.add_argument("--level", choices=agreement.LEVELS, default="interval",
+                   help="level of measurement, which sets the difference metric")
+    k.add_argument("--id-column", default="id", metavar="NAME",
+                   help="column holding the unit ids, left out of the raters (ignored when "
+                        "the header has no such column)")
+    k.add_argument("--value-domain", metavar="V1,V2,...", default=None,
+                   help="comma-separated possible values, in order: the order of the "
+                        "ordinal scale (needed for ordinal labels); every cell must be one "
+                        "of them; default: the values that occur, in sorted order")
     return ap
 
 
@@ -252,6 +272,87 @@ def _run_corr(args, out) -> int:
     return 0
 
 
+# ----------------------------------------------------------------- alpha
+
+_MISSING_CELLS = frozenset({"", "na", "nan", "n/a"})
+
+
+def _read_ratings(path, id_column):
+    """(raters x units nested list of str or None, rater names, line of every
+    unit) from a units x raters CSV file."""
+    with io.StringIO(_read_text(path), newline="") as fh:
+        reader = csv.reader(fh)
+        try:
+            header = [h.strip() for h in next(reader)]
+        except StopIteration:
+            raise InputError(f"{path}:1: empty file (expected a header line)") from None
+        keep = [i for i, h in enumerate(header) if h != id_column]
+        if not keep:
+            raise InputError(f"{path}:1: no rater columns in header {header}")
+        rows, lines = [], []
+        for row in reader:
+            no = reader.line_num
+            if not row or all(not f.strip() for f in row):
+                continue
+            if len(row) != len(header):
+                raise InputError(f"{path}:{no}: expected {len(header)} fields, found {len(row)}")
+            rows.append([None if row[i].strip().lower() in _MISSING_CELLS else row[i].strip()
+                         for i in keep])
+            lines.append(no)
+    if not rows:
+        raise InputError(f"{path}: no data rows")
+    return [list(col) for col in zip(*rows)], [header[i] for i in keep], lines
+
+
+def _first_non_number(cells):
+    """(unit index, cell) of the first cell that is not a finite number, or None."""
+    for u, unit in enumerate(zip(*cells)):
+        for v in unit:
+            if v is None:
+                continue
+            try:
+                if math.isfinite(float(v)):
+                    continue
+            except ValueError:
+                pass
+            return u, v
+    return None
+
+
+def _run_alpha(args, out, err) -> int:
+    import warnings
+
+    cells, raters, lines = _read_ratings(args.ratings, args.id_column)
+    bad = _first_non_number(cells)
+    if bad is not None and (args.level in ("interval", "ratio")
+                            or bad[1].lower() in ("inf", "-inf", "+inf", "infinity")):
+        u, v = bad
+        raise InputError(f"{args.ratings}:{lines[u]}: {v!r} is not a finite number (the "
+                         f"{args.level} level needs numbers)")
+    data = cells
+    domain = None
+    if args.value_domain is not None:
+        domain = [v.strip() for v in args.value_domain.split(",")]
+    if bad is None:
+        data = [[math.nan if v is None else float(v) for v in row] for row in cells]
+        if domain is not None:
+            try:
+                domain = [float(v) for v in domain]
+            except ValueError:
+                raise InputError(f"--value-domain: {args.value_domain!r} is not a list of "
+                                 "numbers, but the ratings are numbers") from None
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        value = agreement.krippendorff_alpha(data, level=args.level, value_domain=domain)
+    for w in caught:
+        print(f"{PROG} alpha: warning: {w.message}", file=err)
+    print(f"units      {len(cells[0])}", file=out)
+    print(f"raters     {len(raters)}", file=out)
+    print(f"level      {args.level}", file=out)
+    print(f"alpha      {value:.6f}", file=out)
+    return 0
+
+
 def main(argv=None, out=None, err=None) -> int:
     """Run the command line; returns the exit status (argparse exits by itself
     with 0 for --help/--version and 2 for bad usage)."""
@@ -262,6 +363,8 @@ def main(argv=None, out=None, err=None) -> int:
     try:
         if args.command == "ccks":
             return _run_ccks(args, out, err)
+        if args.command == "alpha":
+            return _run_alpha(args, out, err)
         return _run_corr(args, out)
     except (InputError, ValueError, UnicodeDecodeError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

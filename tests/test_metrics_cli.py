@@ -153,7 +153,7 @@ def test_version_and_help_describe_every_argument(capsys):
     assert capsys.readouterr().out.strip() == f"python -m metrics {overlap.__version__}"
     ap = build_parser()
     subs = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
-    assert set(subs.choices) == {"ccks", "corr"}
+    assert set(subs.choices) == {"ccks", "corr", "alpha"}
     for name, parser in [("top", ap), *subs.choices.items()]:
         assert parser.description, name
         for action in parser._actions:
@@ -247,6 +247,76 @@ def test_ccks_per_relation_lists_every_relation_of_relation2id(tmp_path, capsys)
     table = rows[rows.index("relation\tn_sys\tn_r\tn_std\tprecision\trecall\tf1") + 1:]
     assert [r.split("\t")[0] for r in table] == ["parent", "friend", "spouse"]
     assert table[1].split("\t")[1:4] == ["0", "0", "0"]
+
+
+# Krippendorff (2011): 4 observers x 12 units, one row per unit
+K2011_CSV = """unit,A,B,C,D
+1,1,1,,1
+2,2,2,3,2
+3,3,3,3,3
+4,3,3,3,3
+5,2,2,2,2
+6,1,2,3,4
+7,4,4,4,4
+8,1,1,2,1
+9,2,2,2,2
+10,,5,5,5
+11,,,1,1
+12,,3,,
+"""
+
+
+@pytest.mark.parametrize("level,published", [("nominal", 0.743), ("ordinal", 0.815),
+                                              ("interval", 0.849), ("ratio", 0.797)])
+def test_alpha_command_on_the_published_example(tmp_path, level, published):
+    import metrics
+
+    path = tmp_path / "k2011.csv"
+    path.write_text(K2011_CSV, encoding="utf-8")
+    code, out = run(["alpha", str(path), "--level", level, "--id-column", "unit"])
+    assert code == 0
+    kv = dict(line.split(None, 1) for line in out.strip().splitlines())
+    assert kv["units"] == "12" and kv["raters"] == "4" and kv["level"] == level
+    assert round(float(kv["alpha"]), 3) == published
+    rows = [r.split(",")[1:] for r in K2011_CSV.strip().splitlines()[1:]]
+    m = np.array([[float(v) if v else np.nan for v in row] for row in rows]).T
+    assert kv["alpha"] == f"{metrics.krippendorff_alpha(m, level=level):.6f}"
+
+
+def test_alpha_command_labels_domain_and_errors(tmp_path, capsys):
+    names = {"1": "very low", "2": "low", "3": "mid", "4": "high", "5": "very high"}
+    lines = K2011_CSV.strip().splitlines()
+    body = [",".join([r.split(",")[0]] + [names.get(v, v) for v in r.split(",")[1:]])
+            for r in lines[1:]]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("\n".join(["id,A,B,C,D", *body]) + "\n", encoding="utf-8")
+    domain = "very low,low,mid,high,very high"
+    code, out = run(["alpha", str(labels), "--level", "ordinal", "--value-domain", domain])
+    assert code == 0 and out.strip().endswith("alpha      0.815388")
+    code, _ = run(["alpha", str(labels), "--level", "ordinal"])
+    assert code == 2 and "needs value_domain" in capsys.readouterr().err
+    code, _ = run(["alpha", str(labels), "--level", "interval"])
+    assert capsys.readouterr().err.strip() == (
+        f"python -m metrics alpha: error: {labels}:2: 'very low' is not a finite number "
+        "(the interval level needs numbers)")
+    assert code == 2
+    numeric = tmp_path / "k.csv"
+    numeric.write_text(K2011_CSV, encoding="utf-8")
+    code, _ = run(["alpha", str(numeric), "--id-column", "unit", "--value-domain", "a,b"])
+    assert code == 2 and "--value-domain" in capsys.readouterr().err
+    code, _ = run(["alpha", str(numeric), "--id-column", "unit", "--value-domain", "1,2,3"])
+    assert code == 2 and "4.0, which is not in value_domain" in capsys.readouterr().err
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("A,B\n1,2\n3\n", encoding="utf-8")
+    code, _ = run(["alpha", str(ragged)])
+    assert code == 2 and f"{ragged}:3: expected 2 fields, found 1" in capsys.readouterr().err
+    same = tmp_path / "same.csv"
+    same.write_text("A,B\n3,3\n3,NA\n", encoding="utf-8")
+    code, out = run(["alpha", str(same)])
+    err = capsys.readouterr().err
+    assert code == 0 and out.strip().endswith("alpha      nan")
+    assert err.strip() == ("python -m metrics alpha: warning: Krippendorff's alpha is "
+                           "undefined: all pairable values are equal")
 
 
 @pytest.mark.skipif(not (DATA / "mint" / "train.csv").exists(),
