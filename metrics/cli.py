@@ -14,7 +14,10 @@ import math
 import os
 import sys
 
-from . import agreement, correlation, relation
+from . import agreement, relation
+# the package's public names: the correlation functions stay importable from
+# ``metrics`` whichever module implements them
+from . import grouped, kendall, pearson, spearman
 
 PROG = "python -m metrics"
 
@@ -262,12 +265,12 @@ def _run_corr(args, out) -> int:
     print(f"group\tn\t{args.method}\tpvalue", file=out)
     if args.by:
         groups = [e[0] for e in gextra]
-        res = correlation.grouped(x, y, groups, method=args.method)
+        res = grouped(x, y, groups, method=args.method)
         for label, r in res.groups.items():
             print(f"{label}\t{r.n}\t{r.statistic:.6f}\t{r.pvalue:.6g}", file=out)
         r = res.overall
     else:
-        r = getattr(correlation, args.method)(x, y)
+        r = {"pearson": pearson, "spearman": spearman, "kendall": kendall}[args.method](x, y)
     print(f"overall\t{r.n}\t{r.statistic:.6f}\t{r.pvalue:.6g}", file=out)
     return 0
 
