@@ -275,6 +275,28 @@ def test_alpha_memory_free_of_distinct_values(level, rng):
         assert res[0] == pytest.approx(0.0, abs=1e-15)
 
 
+@pytest.mark.parametrize("level", LEVELS)
+def test_alpha_peak_memory_is_linear_in_the_ratings(level, rng):
+    # 7 x 50,000 ratings: a units x values x values array (the package's) would
+    # take 1.8 GB with 67 values; a values x values one 1.7 TB for continuous data
+    import tracemalloc
+
+    values = np.round(np.linspace(1, 7.6, 67), 1)
+    stepped = values[rng.integers(0, 67, (7, 50_000))]
+    continuous = rng.uniform(1, 8, (7, 50_000))
+    for m, limit in ((stepped, 2.5), (continuous, 12.0)):
+        if level == "ratio" and m is continuous:
+            continue  # O(V^2) time for 280,000 distinct values
+        m[rng.random(m.shape) < 0.2] = np.nan
+        tracemalloc.start()
+        try:
+            metrics.krippendorff_alpha(m, level=level)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < limit * m.nbytes, (level, peak / m.nbytes)
+
+
 def test_alpha_known_properties(rng):
     truth = rng.normal(size=200) + 5
     perfect = np.tile(truth, (4, 1))
