@@ -203,11 +203,12 @@ def ratings67():
     return m
 
 
+@pytest.mark.parametrize("threads", [None, 1], ids=["all-threads", "1-thread"])
 @pytest.mark.parametrize("level", ["ordinal", "ratio"])
-def test_alpha67_ours(benchmark, ratings67, level):
+def test_alpha67_ours(benchmark, ratings67, level, threads):
     kp = pytest.importorskip("krippendorff")
     benchmark.group = f"krippendorff-{level}-7x1e5-67-values"
-    res = benchmark(metrics.krippendorff_alpha, ratings67, level=level)
+    res = benchmark(metrics.krippendorff_alpha, ratings67, level=level, n_threads=threads)
     part = ratings67[:, :5000]
     want = kp.alpha(reliability_data=part, level_of_measurement=level)
     assert abs(metrics.krippendorff_alpha(part, level=level) - want) < 1e-12
