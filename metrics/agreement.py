@@ -295,7 +295,8 @@ def _check_unique(domain, name="value_domain"):
 
 def _numeric_domain(value_domain) -> np.ndarray:
     if isinstance(value_domain, (str, bytes)):
-        raise TypeError(f"value_domain must be a sequence of values, got {type(value_domain).__name__}")
+        raise TypeError("value_domain must be a sequence of values, got "
+                        f"{type(value_domain).__name__}")
     arr = np.asarray(value_domain)
     if arr.ndim != 1:
         raise ValueError(f"value_domain must be 1-D, got shape {arr.shape}")
@@ -312,16 +313,18 @@ def _numeric_domain(value_domain) -> np.ndarray:
 
 def _domain_positions(distinct: np.ndarray, domain: np.ndarray) -> np.ndarray:
     """remap[code of a distinct value] = its position in the domain."""
-    order = np.argsort(domain, kind="stable")
-    sorted_dom = domain[order]
-    pos = np.searchsorted(sorted_dom, distinct)
-    pos = np.minimum(pos, len(domain) - 1) if len(domain) else pos
-    bad = (len(domain) == 0) | (sorted_dom[pos] != distinct) if len(domain) else np.ones(
-        len(distinct), bool)
-    if np.any(bad):
-        raise ValueError(f"ratings contain {float(distinct[np.argmax(bad)])!r}, which is not "
-                         "in value_domain")
     remap = np.zeros(max(len(distinct), 1), dtype=np.int32)
+    if len(distinct) == 0:
+        return remap
+    if len(domain) == 0:
+        raise ValueError(f"ratings contain {float(distinct[0])!r}, which is not in value_domain")
+    order = np.argsort(domain)
+    sorted_domain = domain[order]
+    pos = np.minimum(np.searchsorted(sorted_domain, distinct), len(domain) - 1)
+    outside = sorted_domain[pos] != distinct
+    if outside.any():
+        raise ValueError(f"ratings contain {float(distinct[np.argmax(outside)])!r}, which is "
+                         "not in value_domain")
     remap[: len(distinct)] = order[pos]
     return remap
 
@@ -330,7 +333,8 @@ def _domain_for_counts(value_domain, n_columns: int, level: str) -> np.ndarray |
     if value_domain is None:
         return np.arange(n_columns, dtype=np.float64)
     if isinstance(value_domain, (str, bytes)):
-        raise TypeError(f"value_domain must be a sequence of values, got {type(value_domain).__name__}")
+        raise TypeError("value_domain must be a sequence of values, got "
+                        f"{type(value_domain).__name__}")
     arr = np.asarray(value_domain, dtype=object if level in ("nominal", "ordinal") else None)
     if arr.ndim != 1 or len(arr) != n_columns:
         raise ValueError(f"value_domain must have one value per column of value_counts "

@@ -130,7 +130,8 @@ def test_labels_nominal_and_ordinal_with_domain():
         metrics.krippendorff_alpha(labels, level="ordinal")
     with pytest.raises(TypeError, match="interval level needs numeric"):
         metrics.krippendorff_alpha(labels, level="interval")
-    with pytest.raises(ValueError, match="ratings contain 'very low', which is not in value_domain"):
+    with pytest.raises(ValueError,
+                       match="ratings contain 'very low', which is not in value_domain"):
         metrics.krippendorff_alpha(labels, level="nominal", value_domain=["low", "high"])
 
 
