@@ -190,6 +190,40 @@ def test_alpha_krippendorff_package(benchmark, ratings):
     assert abs(res - metrics.krippendorff_alpha(ratings)) < 1e-9
 
 
+@pytest.fixture(scope="module")
+def ratings67():
+    """7 raters x 1e5 units on 67 distinct values (0.1 steps from 1.0 to 7.6),
+    20% missing.  The package's coincidence step holds units x values x values
+    arrays: about 11 GB at its peak here."""
+    r = np.random.default_rng(4)
+    values = np.round(np.linspace(1.0, 7.6, 67), 1)
+    truth = r.integers(0, 67, 100_000)
+    m = values[np.clip(truth + r.integers(-5, 6, (7, 100_000)), 0, 66)]
+    m[r.random(m.shape) < 0.2] = np.nan
+    return m
+
+
+@pytest.mark.parametrize("threads", [None, 1], ids=["all-threads", "1-thread"])
+@pytest.mark.parametrize("level", ["ordinal", "ratio"])
+def test_alpha67_ours(benchmark, ratings67, level, threads):
+    kp = pytest.importorskip("krippendorff")
+    benchmark.group = f"krippendorff-{level}-7x1e5-67-values"
+    res = benchmark(metrics.krippendorff_alpha, ratings67, level=level, n_threads=threads)
+    part = ratings67[:, :5000]
+    want = kp.alpha(reliability_data=part, level_of_measurement=level)
+    assert abs(metrics.krippendorff_alpha(part, level=level) - want) < 1e-12
+    assert 0 < res < 1
+
+
+@pytest.mark.parametrize("level", ["ordinal", "ratio"])
+def test_alpha67_krippendorff_package(benchmark, ratings67, level):
+    kp = pytest.importorskip("krippendorff")
+    benchmark.group = f"krippendorff-{level}-7x1e5-67-values"
+    res = benchmark.pedantic(kp.alpha, kwargs={"reliability_data": ratings67,
+                                               "level_of_measurement": level}, rounds=1)
+    assert abs(res - metrics.krippendorff_alpha(ratings67, level=level)) < 1e-12
+
+
 # ----------------------------------------------------------------- CCKS
 
 

@@ -1,26 +1,67 @@
-# Per-item summaries of a raters x items ratings matrix (NaN = missing),
-# for metrics.agreement.  Each item writes its own output slot, so the result
-# never depends on the thread count.
+# Kernels of Krippendorff's alpha (metrics.agreement).
+#
+# alpha = 1 - (n - 1) * sum_u D_u / E, where, over the pairable units (two or
+# more values) and their n values,
+#
+#   D_u = sum over ordered pairs i != j of unit u's values of delta(v_i, v_j),
+#         divided by (m_u - 1);
+#   E   = sum over ordered pairs of distinct values c, k of n_c n_k delta(c, k).
+#
+# No values x values matrix is ever built.  A unit is reduced to its distinct
+# values with their counts (a handful of entries), so D_u costs O(d_u) for
+# the nominal and squared-difference metrics and O(d_u^2) for the ratio
+# metric.  The ordinal metric is the squared difference of mid-ranks
+# (sum of the counts of the values below plus half the count of the value
+# itself), so it shares the squared-difference code.  Squared differences are
+# taken about an anchor inside the unit (its first value), which keeps them
+# exact for data sitting on a large offset.
+#
+# Every unit writes its own output slot and every sum is left to the caller,
+# so results are identical for every thread count.
 
-from cython.parallel cimport prange
+from cython.parallel cimport prange, parallel
 from libc.math cimport isnan
-from libc.stdlib cimport malloc, free
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport malloc, realloc, free, qsort
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef enum:
+    NOMINAL = 0
+    SQUARED = 1      # interval (on the values) and ordinal (on mid-ranks)
+    RATIO = 2
+    SMALL_SORT = 32  # units with more values than this use qsort
+    SMALL_UNIT = 16  # units with up to this many values skip the sort
+    CHUNK = 1024     # units per dynamically scheduled task
+
+LEVEL_CODES = {"nominal": NOMINAL, "ordinal": SQUARED, "interval": SQUARED, "ratio": RATIO}
 
 
-def item_moments(const double[:, ::1] r, double[::1] count, double[::1] mean,
-                 double[::1] ss, int n_threads):
-    """Per item (column): number of ratings, their mean and sum of squared deviations."""
+# ---------------------------------------------------------------- interval, raw values
+
+def item_moments(const double[:, ::1] r, double[::1] count, double[::1] anchor,
+                 double[::1] dev_mean, double[::1] ss, int n_threads):
+    """Per item (column) of a raters x items matrix (NaN = missing):
+
+    ``count`` ratings; ``anchor`` = the first rating; ``dev_mean`` = mean of
+    (rating - anchor); ``ss`` = sum of squared deviations from the mean,
+    computed about the anchor (two passes).
+    """
     cdef Py_ssize_t R = r.shape[0], N = r.shape[1], i, u
-    cdef double c, s, d, mu, v
+    cdef double c, s, d, a, mu, v
     with nogil:
-        for u in prange(N, num_threads=n_threads, schedule='static'):
+        for u in prange(N, num_threads=n_threads, schedule='dynamic', chunksize=CHUNK):
             c = 0
             s = 0
+            a = 0
             for i in range(R):
                 v = r[i, u]
                 if not isnan(v):
+                    if c == 0:
+                        a = v
                     c = c + 1
-                    s = s + v
+                    s = s + (v - a)
             if c > 0:
                 mu = s / c
             else:
@@ -29,15 +70,245 @@ def item_moments(const double[:, ::1] r, double[::1] count, double[::1] mean,
             for i in range(R):
                 v = r[i, u]
                 if not isnan(v):
-                    d = d + (v - mu) * (v - mu)
+                    d = d + ((v - a) - mu) * ((v - a) - mu)
             count[u] = c
-            mean[u] = mu
+            anchor[u] = a
+            dev_mean[u] = mu
             ss[u] = d
 
 
-cdef void _sort_small(double* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i, j
+# ---------------------------------------------------------------- value codes
+
+cdef inline uint64_t _mix(uint64_t k) noexcept nogil:
+    k ^= k >> 33
+    k *= <uint64_t>0xff51afd7ed558ccd
+    k ^= k >> 33
+    k *= <uint64_t>0xc4ceb9fe1a85ec53
+    k ^= k >> 33
+    return k
+
+
+cdef struct ValueTable:
+    uint64_t* keys      # bit patterns of the values; slot empty when code < 0
+    int32_t* slot_code
+    double* values      # distinct values in first-seen order
+    Py_ssize_t n_values
+    Py_ssize_t cap_values
+    Py_ssize_t mask     # table size - 1 (a power of two minus one)
+
+
+cdef int _table_init(ValueTable* t, Py_ssize_t size) noexcept nogil:
+    cdef Py_ssize_t i
+    t.keys = <uint64_t*> malloc(size * sizeof(uint64_t))
+    t.slot_code = <int32_t*> malloc(size * sizeof(int32_t))
+    t.values = <double*> malloc((size // 2) * sizeof(double))
+    t.n_values = 0
+    t.cap_values = size // 2
+    t.mask = size - 1
+    if t.keys == NULL or t.slot_code == NULL or t.values == NULL:
+        return -1
+    for i in range(size):
+        t.slot_code[i] = -1
+    return 0
+
+
+cdef void _table_free(ValueTable* t) noexcept nogil:
+    free(t.keys)
+    free(t.slot_code)
+    free(t.values)
+
+
+cdef int _table_grow(ValueTable* t) noexcept nogil:
+    """Double the table (keeps the load factor at most 1/2)."""
+    cdef Py_ssize_t size = 2 * (t.mask + 1), i, h
+    cdef uint64_t* keys = <uint64_t*> malloc(size * sizeof(uint64_t))
+    cdef int32_t* codes = <int32_t*> malloc(size * sizeof(int32_t))
+    cdef double* values = <double*> realloc(t.values, (size // 2) * sizeof(double))
+    if values != NULL:
+        t.values = values
+    if keys == NULL or codes == NULL or values == NULL:
+        free(keys)
+        free(codes)
+        return -1
+    for i in range(size):
+        codes[i] = -1
+    for i in range(t.mask + 1):
+        if t.slot_code[i] >= 0:
+            h = <Py_ssize_t>(_mix(t.keys[i]) & <uint64_t>(size - 1))
+            while codes[h] >= 0:
+                h = (h + 1) & (size - 1)
+            keys[h] = t.keys[i]
+            codes[h] = t.slot_code[i]
+    free(t.keys)
+    free(t.slot_code)
+    t.keys = keys
+    t.slot_code = codes
+    t.mask = size - 1
+    t.cap_values = size // 2
+    return 0
+
+
+cdef inline int32_t _table_code(ValueTable* t, double v) noexcept nogil:
+    """Code of value v (inserted when new); -2 when out of memory."""
+    cdef uint64_t k
+    cdef Py_ssize_t h
+    if v == 0.0:
+        v = 0.0  # -0.0 == 0.0: one code for both
+    memcpy(&k, &v, sizeof(double))
+    h = <Py_ssize_t>(_mix(k) & <uint64_t>t.mask)
+    while t.slot_code[h] >= 0:
+        if t.keys[h] == k:
+            return t.slot_code[h]
+        h = (h + 1) & t.mask
+    if t.n_values + 1 > t.cap_values:
+        if _table_grow(t) != 0:
+            return -2
+        return _table_code(t, v)
+    t.keys[h] = k
+    t.slot_code[h] = <int32_t>t.n_values
+    t.values[t.n_values] = v
+    t.n_values += 1
+    return t.slot_code[h]
+
+
+def encode_values(const double[:, ::1] r, int32_t[:, ::1] codes, Py_ssize_t max_distinct):
+    """Code every cell by its value (-1 for NaN): codes index the returned
+    array of distinct values, in first-seen (row-major) order.  Returns None
+    as soon as there are more than ``max_distinct`` values (a sort is then
+    faster than a table that no longer fits in cache)."""
+    cdef Py_ssize_t R = r.shape[0], N = r.shape[1], i, u
+    cdef ValueTable t
+    cdef int32_t code
+    cdef int failed = 0, too_many = 0
     cdef double v
+    with nogil:
+        if _table_init(&t, 1024) != 0:
+            failed = 1
+        else:
+            for i in range(R):
+                for u in range(N):
+                    v = r[i, u]
+                    if isnan(v):
+                        codes[i, u] = -1
+                    else:
+                        code = _table_code(&t, v)
+                        if code < 0:
+                            failed = 1
+                            break
+                        if code >= max_distinct:
+                            too_many = 1
+                            break
+                        codes[i, u] = code
+                if failed or too_many:
+                    break
+    cdef double[::1] ov
+    try:
+        if failed:
+            raise MemoryError("krippendorff_alpha: out of memory while collecting the values")
+        if too_many:
+            return None
+        out = np.empty(t.n_values, dtype=np.float64)
+        ov = out
+        for i in range(t.n_values):
+            ov[i] = t.values[i]
+        return out
+    finally:
+        _table_free(&t)
+
+
+def value_totals(const int32_t[:, ::1] codes, const int32_t[::1] remap,
+                 const double[::1] count, int64_t[::1] totals):
+    """totals[remap[code]] += 1 for every coded cell of a pairable unit (count >= 2)."""
+    cdef Py_ssize_t R = codes.shape[0], N = codes.shape[1], i, u
+    cdef int32_t code
+    with nogil:
+        for i in range(R):
+            for u in range(N):
+                code = codes[i, u]
+                if code >= 0 and count[u] >= 2:
+                    totals[remap[code]] += 1
+
+
+# ---------------------------------------------------------------- one unit
+
+cdef double _unit_term(const int32_t* code, const double* w, Py_ssize_t d, double m,
+                       const double* t, int level) noexcept nogil:
+    """D_u of one unit given as d distinct value codes with counts w (total m >= 2)."""
+    cdef Py_ssize_t a, b
+    cdef double s, s2, anchor, mu, diff, xa, xb, q, tot
+    if level == NOMINAL:
+        s2 = 0
+        for a in range(d):
+            s2 = s2 + w[a] * w[a]
+        return (m * m - s2) / (m - 1)
+    if level == SQUARED:
+        anchor = t[code[0]]
+        s = 0
+        for a in range(d):
+            s = s + w[a] * (t[code[a]] - anchor)
+        mu = s / m
+        s2 = 0
+        for a in range(d):
+            diff = (t[code[a]] - anchor) - mu
+            s2 = s2 + w[a] * diff * diff
+        return 2 * m * s2 / (m - 1)
+    tot = 0
+    for a in range(d):
+        xa = t[code[a]]
+        for b in range(a + 1, d):
+            xb = t[code[b]]
+            if xa + xb != 0:
+                q = (xa - xb) / (xa + xb)
+                tot = tot + w[a] * w[b] * q * q
+    return 2 * tot / (m - 1)
+
+
+cdef double _unit_term_raw(const int32_t* code, Py_ssize_t m, const double* t,
+                           int level) noexcept nogil:
+    """D_u of one unit given as its m >= 2 value codes (repeats allowed, any order);
+    O(m^2), for small units: no sort, no branches on the data."""
+    cdef Py_ssize_t a, b
+    cdef double s, s2, anchor, mu, diff, xa, xb, q, tot, dm = <double>m
+    cdef Py_ssize_t equal
+    if level == NOMINAL:
+        equal = 0
+        for a in range(m):
+            for b in range(a + 1, m):
+                equal = equal + (code[a] == code[b])
+        return (dm * (dm - 1) - 2.0 * equal) / (dm - 1)
+    if level == SQUARED:
+        anchor = t[code[0]]
+        s = 0
+        for a in range(m):
+            s = s + (t[code[a]] - anchor)
+        mu = s / dm
+        s2 = 0
+        for a in range(m):
+            diff = (t[code[a]] - anchor) - mu
+            s2 = s2 + diff * diff
+        return 2 * dm * s2 / (dm - 1)
+    tot = 0
+    for a in range(m):
+        xa = t[code[a]]
+        for b in range(a + 1, m):
+            xb = t[code[b]]
+            if xa + xb != 0:
+                q = (xa - xb) / (xa + xb)
+                tot = tot + q * q
+    return 2 * tot / (dm - 1)
+
+
+cdef int _cmp_int32(const void* a, const void* b) noexcept nogil:
+    cdef int32_t x = (<const int32_t*>a)[0], y = (<const int32_t*>b)[0]
+    return (x > y) - (x < y)
+
+
+cdef void _sort_codes(int32_t* a, Py_ssize_t n) noexcept nogil:
+    cdef Py_ssize_t i, j
+    cdef int32_t v
+    if n > SMALL_SORT:
+        qsort(a, n, sizeof(int32_t), _cmp_int32)
+        return
     for i in range(1, n):
         v = a[i]
         j = i
@@ -47,42 +318,117 @@ cdef void _sort_small(double* a, Py_ssize_t n) noexcept nogil:
         a[j] = v
 
 
-def item_matches(const double[:, ::1] r, double[::1] count, double[::1] same,
-                 int n_threads):
-    """Per item: number of ratings and the number of ordered pairs of equal ratings.
+cdef Py_ssize_t _collapse(int32_t* a, Py_ssize_t n, double* w) noexcept nogil:
+    """Sorted codes -> distinct codes (in place) with their counts; returns how many."""
+    cdef Py_ssize_t i = 0, j, d = 0
+    while i < n:
+        j = i + 1
+        while j < n and a[j] == a[i]:
+            j += 1
+        a[d] = a[i]
+        w[d] = j - i
+        d += 1
+        i = j
+    return d
 
-    ``same[u]`` = sum over values c of n_uc * (n_uc - 1).
-    """
-    cdef Py_ssize_t R = r.shape[0], N = r.shape[1], i, j, k, u
-    cdef double* buf
-    cdef double v, tot
+
+# ---------------------------------------------------------------- all units
+
+def unit_disagreement_codes(const int32_t[:, ::1] codes, const int32_t[::1] remap,
+                            const double[::1] t, int level, double[::1] count,
+                            double[::1] out, int n_threads):
+    """Per unit (column of a raters x units code matrix, -1 = missing): the
+    number of values ``count[u]`` and ``out[u]`` = D_u (0 when count < 2).
+    A cell's value code is ``remap[codes[i, u]]``; ``t`` maps value codes to
+    the numbers the metric uses."""
+    cdef Py_ssize_t R = codes.shape[0], N = codes.shape[1], i, u, k, d
+    cdef int32_t* buf
+    cdef double* w
+    cdef int32_t c
     cdef int failed = 0
     cdef int* failp = &failed
-    with nogil:
-        for u in prange(N, num_threads=n_threads, schedule='static'):
-            buf = <double*> malloc(R * sizeof(double))
-            if buf == NULL:
+    with nogil, parallel(num_threads=n_threads):
+        buf = <int32_t*> malloc((R + 1) * sizeof(int32_t))
+        w = <double*> malloc((R + 1) * sizeof(double))
+        try:
+            if buf == NULL or w == NULL:
                 failp[0] = 1
-                count[u] = 0
-                same[u] = 0
             else:
-                k = 0
-                for i in range(R):
-                    v = r[i, u]
-                    if not isnan(v):
-                        buf[k] = v
-                        k = k + 1
-                _sort_small(buf, k)
-                tot = 0
-                i = 0
-                while i < k:
-                    j = i + 1
-                    while j < k and buf[j] == buf[i]:
-                        j = j + 1
-                    tot = tot + <double>(j - i) * (j - i - 1)
-                    i = j
-                count[u] = k
-                same[u] = tot
-                free(buf)
+                for u in prange(N, schedule='dynamic', chunksize=CHUNK):
+                    k = 0
+                    for i in range(R):
+                        c = codes[i, u]
+                        if c >= 0:
+                            buf[k] = remap[c]
+                            k = k + 1
+                    count[u] = k
+                    if k < 2:
+                        out[u] = 0
+                    elif k <= SMALL_UNIT:
+                        out[u] = _unit_term_raw(buf, k, &t[0], level)
+                    else:
+                        _sort_codes(buf, k)
+                        d = _collapse(buf, k, w)
+                        out[u] = _unit_term(buf, w, d, <double>k, &t[0], level)
+        finally:
+            free(buf)
+            free(w)
     if failed:
         raise MemoryError("krippendorff_alpha: out of memory")
+
+
+def unit_disagreement_counts(const double[:, ::1] counts, const double[::1] t, int level,
+                             double[::1] total, double[::1] out, int n_threads):
+    """As ``unit_disagreement_codes`` for units given as a units x values matrix
+    of counts: ``total[u]`` = the unit's number of values, ``out[u]`` = D_u."""
+    cdef Py_ssize_t N = counts.shape[0], V = counts.shape[1], u, c, d
+    cdef int32_t* buf
+    cdef double* w
+    cdef double m, x
+    cdef int failed = 0
+    cdef int* failp = &failed
+    with nogil, parallel(num_threads=n_threads):
+        buf = <int32_t*> malloc((V + 1) * sizeof(int32_t))
+        w = <double*> malloc((V + 1) * sizeof(double))
+        try:
+            if buf == NULL or w == NULL:
+                failp[0] = 1
+            else:
+                for u in prange(N, schedule='dynamic', chunksize=CHUNK):
+                    d = 0
+                    m = 0
+                    for c in range(V):
+                        x = counts[u, c]
+                        if x != 0:
+                            buf[d] = <int32_t>c
+                            w[d] = x
+                            d = d + 1
+                            m = m + x
+                    total[u] = m
+                    if m < 2:
+                        out[u] = 0
+                    else:
+                        out[u] = _unit_term(buf, w, d, m, &t[0], level)
+        finally:
+            free(buf)
+            free(w)
+    if failed:
+        raise MemoryError("krippendorff_alpha: out of memory")
+
+
+# ---------------------------------------------------------------- expected, ratio
+
+def ratio_expected(const double[::1] x, const double[::1] n, double[::1] row, int n_threads):
+    """row[c] = sum_k n[k] ((x[c] - x[k]) / (x[c] + x[k]))^2 (0 where x[c] + x[k] == 0):
+    O(V^2) time, O(V) memory."""
+    cdef Py_ssize_t V = x.shape[0], c, k
+    cdef double s, q, xc
+    with nogil:
+        for c in prange(V, num_threads=n_threads, schedule='dynamic', chunksize=64):
+            s = 0
+            xc = x[c]
+            for k in range(V):
+                if xc + x[k] != 0:
+                    q = (xc - x[k]) / (xc + x[k])
+                    s = s + n[k] * q * q
+            row[c] = s

@@ -196,6 +196,18 @@ def _read_bytes(path) -> tuple[str, bytes]:
     return name, data
 
 
+def decode_utf8(data: bytes, name: str) -> str:
+    """Decode UTF-8 (BOM already stripped); ValueError ``"<file>:<line>: ..."``
+    naming the first bad byte instead of a bare codec error."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise ValueError(f"{name}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at "
+                         f"byte {col} of the line)") from None
+
+
 def _allowed_mask(relations) -> int:
     if relations is None:
         return (1 << 64) - 1
@@ -234,7 +246,7 @@ def read_relation_ids(path) -> dict:
     empty name, an id that is not an integer in 0..63, or a duplicate name or id.
     """
     name, data = _read_bytes(path)
-    text = data.decode("utf-8")
+    text = decode_utf8(data, name)
     lines = text.split("\n")
     while lines and not lines[-1].strip():
         lines.pop()
@@ -364,15 +376,23 @@ class RelationF1:
         Predicted non-NA labels, correct ones, gold non-NA labels.
     n_items : int
         Items scored.
+    n_missing : int
+        Scored gold items that have no prediction at all (scored as NA).
     per_relation : dict
-        Relation id -> RelationScore, for every non-NA relation that occurs in
-        the gold or the predictions (computed on first access).
+        Relation id -> RelationScore, in id order (computed on first access):
+        every non-NA relation of the label set when ``relation_f1`` was given
+        one (``relations=``), zero rows included, as the CCKS overview's
+        per-relation tables list them; otherwise every non-NA relation that
+        occurs in the gold or the predictions.
     """
 
-    def __init__(self, gold_masks: np.ndarray, pred_masks: np.ndarray, na: int):
+    def __init__(self, gold_masks: np.ndarray, pred_masks: np.ndarray, na: int,
+                 relations=None, n_missing: int = 0):
         self._g = gold_masks
         self._p = pred_masks
         self.na = na
+        self._relations = None if relations is None else sorted(int(r) for r in relations)
+        self.n_missing = int(n_missing)
         keep = _ALL ^ np.uint64(1 << na)
         g = gold_masks & keep
         p = pred_masks & keep
@@ -396,8 +416,11 @@ class RelationF1:
         g = self._g & keep
         p = self._p & keep
         n_std, n_sys, n_r = bit_counts(g), bit_counts(p), bit_counts(g & p)
-        return {r: RelationScore.from_counts(n_sys[r], n_r[r], n_std[r])
-                for r in range(64) if n_std[r] or n_sys[r]}
+        if self._relations is not None:
+            rows = [r for r in self._relations if r != self.na]
+        else:
+            rows = [r for r in range(64) if n_std[r] or n_sys[r]]
+        return {r: RelationScore.from_counts(n_sys[r], n_r[r], n_std[r]) for r in rows}
 
     def __repr__(self) -> str:
         return (f"RelationF1(precision={self.precision:.6f}, recall={self.recall:.6f}, "
@@ -410,9 +433,12 @@ def _where(labels: RelationLabels, row: int) -> str:
     return ""
 
 
-def _aligned_pred(gold: RelationLabels, pred: RelationLabels) -> np.ndarray:
-    """Prediction masks in gold order (0 = predicted NA for missing items)."""
+def _aligned_pred(gold: RelationLabels, pred: RelationLabels, with_presence: bool = False):
+    """Prediction masks in gold order (0 = predicted NA for missing items);
+    with ``with_presence``, also a bool array: has gold item k a prediction."""
     if pred.ids == gold.ids:
+        if with_presence:
+            return pred.masks, np.ones(len(gold.ids), dtype=bool)
         return pred.masks
     out = np.zeros(len(gold.ids), dtype=np.uint64)
     index = gold.index
@@ -426,6 +452,10 @@ def _aligned_pred(gold: RelationLabels, pred: RelationLabels) -> np.ndarray:
     if np.unique(rows).shape[0] != rows.shape[0]:  # only possible for odd mappings
         raise ValueError("pred has duplicate item ids")
     out[rows] = pred.masks
+    if with_presence:
+        present = np.zeros(len(gold.ids), dtype=bool)
+        present[rows] = True
+        return out, present
     return out
 
 
@@ -453,7 +483,23 @@ def _check_na(na) -> int:
     return int(na)
 
 
-def relation_f1(gold, pred, *, subset=None, na: int = 0) -> RelationF1:
+def _label_set(relations, na: int, gold_masks, other_masks) -> list[int] | None:
+    """The ids of a label set (mapping name -> id or iterable of ids), checked
+    to cover every relation in the labels; None when not given."""
+    if relations is None:
+        return None
+    allowed = _allowed_mask(relations)
+    ids = sorted(_bits(allowed))
+    outside = _ALL ^ np.uint64(allowed | (1 << na))
+    for what, masks in (("gold", gold_masks), ("pred", other_masks)):
+        bad = masks & outside
+        if bad.any():
+            extra = sorted(_bits(int(np.bitwise_or.reduce(bad))))
+            raise ValueError(f"{what} has relation id {extra[0]}, which is not in relations")
+    return ids
+
+
+def relation_f1(gold, pred, *, subset=None, na: int = 0, relations=None) -> RelationF1:
     """CCKS 2019 IPRE F1 (sentence or bag track: items are sentences or bags).
 
     Over the scored items: N_sys = number of predicted non-NA labels (an item
@@ -471,23 +517,30 @@ def relation_f1(gold, pred, *, subset=None, na: int = 0) -> RelationF1:
         Score only these items (e.g. the leaderboard's fixed half).
     na : int
         The NA relation id.
+    relations : mapping name -> id or iterable of int, optional
+        The label set (e.g. ``read_relation_ids("relation2id.txt")``): then
+        ``per_relation`` lists every non-NA relation of it, zero rows
+        included, and a relation outside it in gold or pred is a ValueError.
 
     Returns
     -------
     RelationF1
+        Also counts, in ``n_missing``, the scored gold items without a
+        prediction.
     """
     na = _check_na(na)
     gold = _as_labels(gold, "gold")
     pred = _as_labels(pred, "pred")
-    p = _aligned_pred(gold, pred)
+    p, present = _aligned_pred(gold, pred, with_presence=True)
     g = gold.masks
     rows = _subset_rows(gold, subset)
     if rows is not None:
-        g, p = g[rows], p[rows]
-    return RelationF1(g, p, na)
+        g, p, present = g[rows], p[rows], present[rows]
+    labels = _label_set(relations, na, g, p)
+    return RelationF1(g, p, na, labels, n_missing=int(present.size - np.count_nonzero(present)))
 
 
-def upper_bound(gold, preds, *, subset=None, na: int = 0) -> RelationF1:
+def upper_bound(gold, preds, *, subset=None, na: int = 0, relations=None) -> RelationF1:
     """F1 of an oracle that picks, for every item, the best of N systems.
 
     For each item the oracle takes, among the N systems' predictions, the one
@@ -500,7 +553,7 @@ def upper_bound(gold, preds, *, subset=None, na: int = 0) -> RelationF1:
     ----------
     gold : RelationLabels or mapping
     preds : sequence of RelationLabels or mappings (at least one)
-    subset, na : as ``relation_f1``
+    subset, na, relations : as ``relation_f1``
 
     Returns
     -------
@@ -526,6 +579,7 @@ def upper_bound(gold, preds, *, subset=None, na: int = 0) -> RelationF1:
     rows = _subset_rows(gold, subset)
     if rows is not None:
         g, chosen, choice = g[rows], chosen[rows], choice[rows]
-    result = RelationF1(g, chosen, na)
+    labels = _label_set(relations, na, g, stack.ravel())
+    result = RelationF1(g, chosen, na, labels)
     result.choices = choice
     return result

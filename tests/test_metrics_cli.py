@@ -1,7 +1,8 @@
-"""python -m metrics ccks / corr."""
+"""python -m metrics ccks / corr (metrics.cli)."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import io
 import os
@@ -17,6 +18,14 @@ from metrics.__main__ import main
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("OVERLAP_METRICS_DATA", REPO.parent / "shared" / "data"))
+
+
+def _env():
+    """The environment for ``python -m metrics`` in a subprocess: this checkout
+    first on the path, whether or not the project is installed."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    return env
 
 
 def run(argv):
@@ -126,11 +135,188 @@ def test_module_entry_point_runs(tmp_path):
     gold = tmp_path / "g.txt"
     gold.write_text("S1\t1\n", encoding="utf-8")
     proc = subprocess.run([sys.executable, "-m", "metrics", "ccks", "--track", "sent",
-                           str(gold), str(gold)], capture_output=True, text=True, cwd=tmp_path)
+                           str(gold), str(gold)], capture_output=True, text=True, cwd=tmp_path,
+                          env=_env())
     assert proc.returncode == 0 and "f1         1.000000" in proc.stdout
     proc = subprocess.run([sys.executable, "-m", "metrics"], capture_output=True, text=True,
-                          cwd=tmp_path)
+                          cwd=tmp_path, env=_env())
     assert proc.returncode == 2
+
+
+def test_version_and_help_describe_every_argument(capsys):
+    import overlap
+    from metrics.cli import build_parser
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0
+    assert capsys.readouterr().out.strip() == f"python -m metrics {overlap.__version__}"
+    ap = build_parser()
+    subs = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subs.choices) == {"ccks", "corr", "alpha"}
+    for name, parser in [("top", ap), *subs.choices.items()]:
+        assert parser.description, name
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                continue
+            assert action.help and len(action.help) > 10, (name, action.dest)
+            if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+                if action.dest not in ("help", "version"):
+                    assert f"(default: {action.default})" in parser.format_help().replace(
+                        "\n                        ", " "), (name, action.dest)
+        if name != "top":
+            text = parser.format_help()
+            assert "(default: None)" not in text and "(default: False)" not in text
+
+
+@pytest.mark.parametrize("which", ["gold", "pred", "subset", "relations"])
+def test_ccks_non_utf8_input_is_one_line_error_with_file_and_line(tmp_path, capsys, which):
+    files = {
+        "gold": "S1\t0\nS2\t3\n",
+        "pred": "S1\t0\nS2\t3\n",
+        "subset": "S1\nS2\n",
+        "relations": "NA\t0\nr\t3\n",
+    }
+    paths = {}
+    for k, text in files.items():
+        data = text.encode("utf-8")
+        if k == which:  # a Latin-1 byte on line 2
+            data = data.replace(b"S2" if k != "relations" else b"r\t", b"S\xe92"
+                                if k != "relations" else b"r\xe9\t")
+        paths[k] = tmp_path / f"{k}.txt"
+        paths[k].write_bytes(data)
+    code, _ = run(["ccks", "--track", "sent", str(paths["gold"]), str(paths["pred"]),
+                   "--subset", str(paths["subset"]), "--relations", str(paths["relations"])])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1
+    assert f"{paths[which]}:2:" in err and "UTF-8" in err
+    assert "Traceback" not in err and "codec" not in err
+
+
+@pytest.mark.parametrize("which", ["gold", "pred"])
+def test_corr_non_utf8_input_is_one_line_error(tmp_path, capsys, which):
+    good = "id,label\na,1\nb,2\nc,4\n".encode("utf-8")
+    bad = good.replace(b"b,2", b"b\xff,2")
+    (tmp_path / "gold.csv").write_bytes(bad if which == "gold" else good)
+    (tmp_path / "pred.csv").write_bytes(bad if which == "pred" else good)
+    code, _ = run(["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == (f"python -m metrics corr: error: {tmp_path / (which + '.csv')}:3: "
+                           "not valid UTF-8 (byte 0xff at byte 2 of the line)")
+
+
+def test_non_utf8_through_the_real_entry_point(tmp_path):
+    gold = tmp_path / "g.csv"
+    gold.write_bytes(b"label\n1\n\xe9\n")
+    proc = subprocess.run([sys.executable, "-m", "metrics", "corr", str(gold), str(gold)],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env())
+    assert proc.returncode == 2
+    assert proc.stderr.strip().endswith(f"{gold}:3: not valid UTF-8 (byte 0xe9 at byte 1 of "
+                                        "the line)")
+
+
+def test_ccks_warns_about_gold_items_without_prediction(tmp_path, capsys):
+    gold = tmp_path / "gold.txt"
+    gold.write_text("S1\t0\nS2\t3\nS3\t5\nS4\t7\n", encoding="utf-8")
+    pred = tmp_path / "pred.txt"
+    pred.write_text("S2\t3\n", encoding="utf-8")
+    code, out = run(["ccks", "--track", "sent", str(gold), str(pred)])
+    err = capsys.readouterr().err
+    assert code == 0 and _kv(out)["n_std"] == "3"
+    assert err.strip() == (f"python -m metrics ccks: warning: {pred} has no prediction for 3 "
+                           "of 4 scored gold items (counted as predicted NA)")
+    subset = tmp_path / "half.txt"
+    subset.write_text("S2\nS3\n", encoding="utf-8")
+    run(["ccks", "--track", "sent", str(gold), str(pred), "--subset", str(subset)])
+    assert "for 1 of 2 scored gold items" in capsys.readouterr().err
+    run(["ccks", "--track", "sent", str(gold), str(gold)])
+    assert capsys.readouterr().err == ""
+
+
+def test_ccks_per_relation_lists_every_relation_of_relation2id(tmp_path, capsys):
+    gold = tmp_path / "gold.txt"
+    gold.write_text("S1\t0\nS2\t3\nS3\t1\n", encoding="utf-8")
+    rel = tmp_path / "relation2id.txt"
+    rel.write_text("NA\t0\nparent\t1\nfriend\t2\nspouse\t3\n", encoding="utf-8")
+    code, out = run(["ccks", "--track", "sent", str(gold), str(gold), "--relations", str(rel),
+                     "--per-relation"])
+    assert code == 0
+    rows = out.strip().splitlines()
+    table = rows[rows.index("relation\tn_sys\tn_r\tn_std\tprecision\trecall\tf1") + 1:]
+    assert [r.split("\t")[0] for r in table] == ["parent", "friend", "spouse"]
+    assert table[1].split("\t")[1:4] == ["0", "0", "0"]
+
+
+# Krippendorff (2011): 4 observers x 12 units, one row per unit
+K2011_CSV = """unit,A,B,C,D
+1,1,1,,1
+2,2,2,3,2
+3,3,3,3,3
+4,3,3,3,3
+5,2,2,2,2
+6,1,2,3,4
+7,4,4,4,4
+8,1,1,2,1
+9,2,2,2,2
+10,,5,5,5
+11,,,1,1
+12,,3,,
+"""
+
+
+@pytest.mark.parametrize("level,published", [("nominal", 0.743), ("ordinal", 0.815),
+                                              ("interval", 0.849), ("ratio", 0.797)])
+def test_alpha_command_on_the_published_example(tmp_path, level, published):
+    import metrics
+
+    path = tmp_path / "k2011.csv"
+    path.write_text(K2011_CSV, encoding="utf-8")
+    code, out = run(["alpha", str(path), "--level", level, "--id-column", "unit"])
+    assert code == 0
+    kv = dict(line.split(None, 1) for line in out.strip().splitlines())
+    assert kv["units"] == "12" and kv["raters"] == "4" and kv["level"] == level
+    assert round(float(kv["alpha"]), 3) == published
+    rows = [r.split(",")[1:] for r in K2011_CSV.strip().splitlines()[1:]]
+    m = np.array([[float(v) if v else np.nan for v in row] for row in rows]).T
+    assert kv["alpha"] == f"{metrics.krippendorff_alpha(m, level=level):.6f}"
+
+
+def test_alpha_command_labels_domain_and_errors(tmp_path, capsys):
+    names = {"1": "very low", "2": "low", "3": "mid", "4": "high", "5": "very high"}
+    lines = K2011_CSV.strip().splitlines()
+    body = [",".join([r.split(",")[0]] + [names.get(v, v) for v in r.split(",")[1:]])
+            for r in lines[1:]]
+    labels = tmp_path / "labels.csv"
+    labels.write_text("\n".join(["id,A,B,C,D", *body]) + "\n", encoding="utf-8")
+    domain = "very low,low,mid,high,very high"
+    code, out = run(["alpha", str(labels), "--level", "ordinal", "--value-domain", domain])
+    assert code == 0 and out.strip().endswith("alpha      0.815388")
+    code, _ = run(["alpha", str(labels), "--level", "ordinal"])
+    assert code == 2 and "needs value_domain" in capsys.readouterr().err
+    code, _ = run(["alpha", str(labels), "--level", "interval"])
+    assert capsys.readouterr().err.strip() == (
+        f"python -m metrics alpha: error: {labels}:2: 'very low' is not a finite number "
+        "(the interval level needs numbers)")
+    assert code == 2
+    numeric = tmp_path / "k.csv"
+    numeric.write_text(K2011_CSV, encoding="utf-8")
+    code, _ = run(["alpha", str(numeric), "--id-column", "unit", "--value-domain", "a,b"])
+    assert code == 2 and "--value-domain" in capsys.readouterr().err
+    code, _ = run(["alpha", str(numeric), "--id-column", "unit", "--value-domain", "1,2,3"])
+    assert code == 2 and "4.0, which is not in value_domain" in capsys.readouterr().err
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("A,B\n1,2\n3\n", encoding="utf-8")
+    code, _ = run(["alpha", str(ragged)])
+    assert code == 2 and f"{ragged}:3: expected 2 fields, found 1" in capsys.readouterr().err
+    same = tmp_path / "same.csv"
+    same.write_text("A,B\n3,3\n3,NA\n", encoding="utf-8")
+    code, out = run(["alpha", str(same)])
+    err = capsys.readouterr().err
+    assert code == 0 and out.strip().endswith("alpha      nan")
+    assert err.strip() == ("python -m metrics alpha: warning: Krippendorff's alpha is "
+                           "undefined: all pairable values are equal")
 
 
 @pytest.mark.skipif(not (DATA / "mint" / "train.csv").exists(),

@@ -128,6 +128,41 @@ def test_relation_f1_errors():
         metrics.upper_bound({"a": [1]}, [])
 
 
+def test_per_relation_lists_the_whole_label_set():
+    # CCKS overview Tables 5 and 6 list every relation, zero rows too
+    gold = {"a": [0], "b": [3], "c": [3, 5], "d": [7]}
+    pred = {"a": [2], "b": [3], "c": [5, 0]}
+    names = {"NA": 0, "r1": 1, "r2": 2, "r3": 3, "r4": 4, "r5": 5, "r6": 6, "r7": 7}
+    res = metrics.relation_f1(gold, pred, relations=names)
+    assert list(res.per_relation) == [1, 2, 3, 4, 5, 6, 7]  # id order, NA left out
+    zero = res.per_relation[4]
+    assert (zero.n_sys, zero.n_r, zero.n_std, zero.f1) == (0, 0, 0, 0.0)
+    assert res.per_relation[1].n_std == 0 and res.per_relation[7].n_std == 1
+    # the totals do not change; without a label set only occurring relations show
+    plain = metrics.relation_f1(gold, pred)
+    assert (plain.n_sys, plain.n_r, plain.n_std) == (res.n_sys, res.n_r, res.n_std)
+    assert list(plain.per_relation) == [2, 3, 5, 7]
+    # an iterable of ids works too, and so does a NA other than 0
+    res5 = metrics.relation_f1(gold, pred, relations=range(8), na=5)
+    assert list(res5.per_relation) == [0, 1, 2, 3, 4, 6, 7]
+    ub = metrics.upper_bound(gold, [pred], relations=names)
+    assert list(ub.per_relation) == [1, 2, 3, 4, 5, 6, 7]
+    with pytest.raises(ValueError, match="gold has relation id 7, which is not in relations"):
+        metrics.relation_f1(gold, pred, relations=[0, 2, 3, 5])
+    with pytest.raises(ValueError, match="pred has relation id 2, which is not in relations"):
+        metrics.relation_f1(gold, pred, relations=[0, 3, 5, 7])
+    with pytest.raises(TypeError, match="relations"):
+        metrics.relation_f1(gold, pred, relations="0 1 2")
+
+
+def test_n_missing_counts_unpredicted_items():
+    gold = {"a": [0], "b": [3], "c": [3, 5], "d": [7]}
+    assert metrics.relation_f1(gold, {"a": [2], "c": [5]}).n_missing == 2
+    assert metrics.relation_f1(gold, {"a": [2], "c": [5]}, subset=["a", "c"]).n_missing == 0
+    assert metrics.relation_f1(gold, {"d": [0], "a": [0], "b": [0], "c": [0]}).n_missing == 0
+    assert metrics.relation_f1(gold, gold).n_missing == 0
+
+
 label_sets = st.lists(st.integers(0, 63), min_size=1, max_size=4)
 
 

@@ -1,0 +1,3 @@
+ALTERNATIVES: tuple[str, str, str]
+
+def kendall_exact_pvalue(n: int, c: int, alternative: str = "two-sided") -> float: ...

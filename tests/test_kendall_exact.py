@@ -1,0 +1,145 @@
+"""metrics._kendall_exact: the exact null distribution of Kendall's statistic.
+
+Checked against exact rational arithmetic (Mahonian numbers in Python ints)
+and against ``scipy.stats.kendalltau(method="exact")`` on real data.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+from metrics._kendall_exact import kendall_exact_pvalue
+
+ALTS = ("two-sided", "less", "greater")
+
+
+def mahonian_row(n: int, upto: int | None = None) -> list[int]:
+    """Number of permutations of n with k inversions, k = 0..upto (all by default)."""
+    top = n * (n - 1) // 2 if upto is None else upto
+    row = [1] + [0] * top
+    for j in range(2, n + 1):
+        prefix = [0]
+        for v in row:
+            prefix.append(prefix[-1] + v)
+        row = [prefix[k + 1] - prefix[max(0, k + 1 - j)] for k in range(top + 1)]
+    return row
+
+
+def exact_pvalue(row: list[int], n: int, c: int, alternative: str) -> Fraction:
+    """The p-value by its definition (scipy's convention), in rationals.
+
+    K = discordant pairs of a random permutation; c concordant pairs were
+    observed, i.e. tot - c discordant.  'greater' (positive association) is
+    P(C >= c) = P(K <= tot - c); 'less' is P(C <= c) = P(K <= c).
+    """
+    tot = n * (n - 1) // 2
+    fact = math.factorial(n)
+    if n == 1:  # scipy's convention for the one-point distribution
+        return {"two-sided": Fraction(1), "greater": Fraction(1, 2), "less": Fraction(1)}[
+            alternative]
+    def cdf(k):
+        return Fraction(sum(row[: k + 1]), fact)
+    if alternative == "greater":
+        return cdf(tot - c)
+    if alternative == "less":
+        return cdf(c)
+    return min(Fraction(1), 2 * cdf(min(c, tot - c)))
+
+
+def _rel(a: float, b: Fraction) -> float:
+    return abs(Fraction(a) - b) / b if b else abs(a)
+
+
+@pytest.mark.parametrize("n", range(1, 61))
+def test_every_c_matches_exact_rationals(n):
+    tot = n * (n - 1) // 2
+    row = mahonian_row(n)
+    cs = range(tot + 1) if tot <= 200 else sorted(
+        set(range(0, 40)) | set(range(tot - 40, tot + 1)) | set(range(0, tot + 1, 7))
+        | {tot // 2, (tot + 1) // 2, tot // 2 - 1})
+    for c in cs:
+        for alt in ALTS:
+            got = kendall_exact_pvalue(n, c, alt)
+            want = exact_pvalue(row, n, c, alt)
+            assert _rel(got, want) <= 1e-12, (n, c, alt, got, float(want))
+
+
+@pytest.mark.parametrize("n,c", [(100, 2393), (101, 2436), (150, 5000), (170, 0), (171, 1)])
+def test_medium_n_matches_exact_rationals(n, c):
+    tot = n * (n - 1) // 2
+    m = min(c, tot - c)
+    row = mahonian_row(n, upto=m)
+    fact = math.factorial(n)
+    below = Fraction(sum(row[: m + 1]), fact)
+    want2 = min(Fraction(1), 2 * below)
+    assert _rel(kendall_exact_pvalue(n, c), want2) <= 1e-12
+    # one-sided: c is in the left tail here, so 'less' is the tail itself
+    assert _rel(kendall_exact_pvalue(n, c, "less"), below) <= 1e-12
+    at = Fraction(row[m], fact)
+    assert _rel(kendall_exact_pvalue(n, c, "greater"), 1 - below + at) <= 1e-12
+
+
+def _pair_with_concordant(rng, n):
+    x = rng.permutation(n).astype(float)
+    y = rng.permutation(n).astype(float)
+    return x, y
+
+
+@pytest.mark.parametrize("n", list(range(2, 61)) + [80, 120, 200, 333, 500, 800])
+def test_matches_scipy_kendalltau_exact(n):
+    rng = np.random.default_rng(n)
+    trials = 4 if n <= 60 else 1
+    tot = n * (n - 1) // 2
+    for t in range(trials):
+        x, y = _pair_with_concordant(rng, n)
+        if t == 1:
+            y = x.copy()  # all concordant
+        elif t == 2:
+            y = -x  # all discordant
+        tau = ss.kendalltau(x, y).statistic
+        conc = int(round((tau * tot + tot) / 2))
+        for alt in ALTS if n <= 200 else ("two-sided",):
+            want = ss.kendalltau(x, y, method="exact", alternative=alt).pvalue
+            got = kendall_exact_pvalue(n, conc, alt)
+            if want < 1e-300:  # scipy rounds these to 0; ours may keep a subnormal
+                assert got < 1e-300
+            else:
+                assert got == pytest.approx(want, rel=1e-12, abs=0), (n, conc, alt)
+
+
+def test_n_one_and_two_follow_scipy():
+    assert kendall_exact_pvalue(1, 0) == 1.0
+    assert kendall_exact_pvalue(1, 0, "greater") == 0.5
+    assert kendall_exact_pvalue(1, 0, "less") == 1.0
+    assert kendall_exact_pvalue(2, 0) == 1.0
+    assert kendall_exact_pvalue(2, 1, "greater") == 0.5
+    assert kendall_exact_pvalue(2, 0, "greater") == 1.0
+
+
+def test_symmetry():
+    n = 37
+    tot = n * (n - 1) // 2
+    for c in range(0, tot + 1, 13):
+        assert kendall_exact_pvalue(n, c) == kendall_exact_pvalue(n, tot - c)
+        assert kendall_exact_pvalue(n, c, "less") == kendall_exact_pvalue(n, tot - c, "greater")
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        kendall_exact_pvalue(0, 0)
+    with pytest.raises(ValueError, match=r"c must be in \[0, n\(n-1\)/2\] = \[0, 3\]"):
+        kendall_exact_pvalue(3, 4)
+    with pytest.raises(ValueError, match="c must be in"):
+        kendall_exact_pvalue(3, -1)
+    with pytest.raises(TypeError, match="n must be an int"):
+        kendall_exact_pvalue(3.0, 1)
+    with pytest.raises(TypeError, match="c must be an int"):
+        kendall_exact_pvalue(3, True)
+    with pytest.raises(ValueError, match="alternative"):
+        kendall_exact_pvalue(3, 1, "two_sided")
+    assert kendall_exact_pvalue(np.int64(5), np.int32(3)) == kendall_exact_pvalue(5, 3)
