@@ -35,6 +35,7 @@ from scipy import special
 from scipy import stats as _sps
 
 from . import _boot, _corr, _rank
+from ._compat import betaincc
 from ._validation import (
     as_float_vector,
     check_choice,
@@ -201,6 +202,24 @@ def _r_from_moments(sxx, syy, sxy) -> float:
 SMALL_N = 2048
 
 
+def _refined_deviations(v, vmean):
+    """``v - vmean``, re-centred when ``vmean`` is off by enough to matter.
+
+    scipy subtracts ``np.mean(v)``, which is only good to a few ulps of the
+    mean: with a large common offset (values near 1e9 with spread 1e-3, say)
+    that error is a visible fraction of the spread and biases r.  The
+    deviations are then exact differences, so their own mean is the error;
+    it is subtracted only when it could move r (its square relative to the
+    variance above ~1e-17), which leaves scipy's arithmetic -- and its last bit
+    -- untouched on ordinary data.
+    """
+    dev = v - vmean
+    shift = np.mean(dev)
+    if shift != 0 and abs(shift) * math.sqrt(v.shape[0]) > 3e-9 * np.linalg.norm(dev):
+        dev = dev - shift
+    return dev
+
+
 def _pearson_small(x, y, warn_stacklevel) -> float:
     if _is_constant(x) or _is_constant(y):
         warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel + 1)
@@ -208,8 +227,8 @@ def _pearson_small(x, y, warn_stacklevel) -> float:
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         xmean = np.mean(x, keepdims=True)
         ymean = np.mean(y, keepdims=True)
-        xm = x - xmean
-        ym = y - ymean
+        xm = _refined_deviations(x, xmean)
+        ym = _refined_deviations(y, ymean)
         xmax = np.max(np.abs(xm), keepdims=True)
         ymax = np.max(np.abs(ym), keepdims=True)
         normxm = xmax * np.linalg.norm(xm / xmax, ord=2, axis=-1, keepdims=True)
@@ -217,23 +236,35 @@ def _pearson_small(x, y, warn_stacklevel) -> float:
         if (normxm < _EPS75 * np.abs(xmean)).any() or (normym < _EPS75 * np.abs(ymean)).any():
             warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG),
                           stacklevel=warn_stacklevel + 1)
-        r = np.vecdot(xm / normxm, ym / normym)
+        r = np.dot(xm / normxm, ym / normym)
     return float(np.clip(r, -1.0, 1.0))
+
+
+def _moments_usable(sxx, syy, sxy) -> bool:
+    """The one conditioning test for co-moments from the kernels.
+
+    True when r can be taken from them as they are: all finite and the sums of
+    squares far from overflow and underflow.  (The kernels are accurate under
+    any common offset, see _moments.pxd; what remains is the range of double.)
+    Otherwise the caller rescales or checks for constant input.
+    """
+    return (math.isfinite(sxy) and 1e-280 < sxx < 1e280 and 1e-280 < syy < 1e280)
+
+
+def _near_constant(sxx, syy, mx, my) -> bool:
+    """scipy's rule: ||x - mean|| < eps**0.75 * |mean| for x or y."""
+    return math.sqrt(sxx) < _EPS75 * abs(mx) or math.sqrt(syy) < _EPS75 * abs(my)
 
 
 def _pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
     """Pearson r with scipy's warnings and NaN rules (inputs without NaN handling)."""
     if x.shape[0] <= SMALL_N:
         return _pearson_small(x, y, warn_stacklevel)
-    n, mx, my, sxx, syy, sxy = _corr.comoments(x, y, nt)
-    rn = math.sqrt(n)
-    suspicious = not (
-        math.isfinite(sxx) and math.isfinite(syy) and math.isfinite(sxy)
-        and 1e-280 < sxx < 1e280 and 1e-280 < syy < 1e280
-        and math.sqrt(sxx) > 1e-6 * abs(mx) * rn
-        and math.sqrt(syy) > 1e-6 * abs(my) * rn
-    )
-    if not suspicious:
+    n, mx, my, sxx, syy, sxy = _corr.comoments(x, y, _work_threads(nt, x.shape[0]))
+    if _moments_usable(sxx, syy, sxy):
+        if _near_constant(sxx, syy, mx, my):
+            warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG),
+                          stacklevel=warn_stacklevel)
         return _r_from_moments(sxx, syy, sxy)
     const_x, const_y = _is_constant(x), _is_constant(y)
     if const_x or const_y:
@@ -242,13 +273,22 @@ def _pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         return math.nan
     xs, ys = _pow2_scale(x), _pow2_scale(y)
-    n, mxs, mys, sxx, syy, sxy = _corr.comoments(xs, ys, nt)
-    # scipy's near-constant rule: ||x - mean|| < eps**0.75 * |mean| (scale-free)
-    if math.sqrt(sxx) < _EPS75 * abs(mxs) or math.sqrt(syy) < _EPS75 * abs(mys):
+    n, mxs, mys, sxx, syy, sxy = _corr.comoments(xs, ys, _work_threads(nt, x.shape[0]))
+    if _near_constant(sxx, syy, mxs, mys):
         warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG), stacklevel=warn_stacklevel)
     if sxx == 0 or syy == 0:
         return math.nan
     return _r_from_moments(sxx, syy, sxy)
+
+
+# A parallel region waits for its slowest thread to start; on a busy machine
+# that can be a whole scheduler time slice (~4 ms), longer than one thread
+# needs for a million pairs.  Threads are added only for this much work each.
+MIN_PAIRS_PER_THREAD = 1 << 21
+
+
+def _work_threads(nt: int, n: int, per_thread: int = MIN_PAIRS_PER_THREAD) -> int:
+    return max(1, min(nt, n // per_thread))
 
 
 def _pearson_pvalue(r: float, n: int, alternative: str) -> float:
@@ -259,9 +299,9 @@ def _pearson_pvalue(r: float, n: int, alternative: str) -> float:
     if alternative == "less":
         p = special.betainc(ab, ab, (r + 1) / 2)
     elif alternative == "greater":
-        p = special.betaincc(ab, ab, (r + 1) / 2)
+        p = betaincc(ab, ab, (r + 1) / 2)
     else:
-        p = 2 * special.betaincc(ab, ab, (np.abs(r) + 1) / 2)
+        p = 2 * betaincc(ab, ab, (np.abs(r) + 1) / 2)
     return float(p)
 
 
@@ -691,12 +731,14 @@ def _factorize(groups, n):
 
 
 def _grouped_pearson_moments(x, y, codes, base, n_slots, nt):
+    """Per-slot blocks of moments (rows of _corr.N_MOMENT_FIELDS, see _moments.pxd)."""
     n = x.shape[0]
     n_chunks = (n + 4095) // 4096
-    out = np.zeros((n_slots, 6), dtype=np.float64)
+    out = np.zeros((n_slots, _corr.N_MOMENT_FIELDS), dtype=np.float64)
     if n_chunks * n_slots <= (1 << 19):
-        parts = np.zeros((n_chunks, n_slots, 6), dtype=np.float64)
-        _corr.grouped_chunk_moments(x, y, codes, base, n_slots, parts, nt)
+        parts = np.zeros((n_chunks, n_slots, _corr.N_MOMENT_FIELDS), dtype=np.float64)
+        _corr.grouped_chunk_moments(x, y, codes, base, n_slots, parts,
+                                    _work_threads(nt, n, MIN_PAIRS_PER_THREAD // 2))
         _corr.merge_chunk_moments(parts, out)
     else:
         xs = np.empty(n)
@@ -707,18 +749,30 @@ def _grouped_pearson_moments(x, y, codes, base, n_slots, nt):
     return out
 
 
+def _group_rows(codes):
+    """(order, starts, ends): rows of each group, in slot order, stably."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [codes.shape[0]]))
+    return order, sorted_codes, starts, ends
+
+
 def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-sided",
             nan_policy: str = "propagate", n_threads: int | None = None) -> GroupedResult:
     """Correlation within every group and over all rows, in one call.
 
     For SemEval-style scoring: ``groups`` holds each row's language, and the
     result has one entry per language plus the pooled ``overall``.  Each
-    group's result equals ``method(x[groups == g], y[groups == g])`` (within
-    rounding).  Pearson's per-group co-moments are computed in one parallel
-    pass over integer group codes; Spearman and Kendall run per group.
+    group's result equals ``method(x[groups == g], y[groups == g])``: Pearson's
+    per-group co-moments come from one parallel pass over integer group codes
+    (groups of at most ``SMALL_N`` rows take the same scipy-arithmetic route as
+    ``pearson`` does, so their p-values agree to the last bit); Spearman and
+    Kendall run per group.
 
     Groups with fewer than 2 rows get NaN with a ``SmallSampleWarning``
-    instead of an error.
+    instead of an error.  Labels come back as given (same type and value).
 
     Parameters
     ----------
@@ -753,29 +807,35 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     if method == "pearson":
         mom = _grouped_pearson_moments(x, y, codes, base, n_slots, nt)
         present = np.flatnonzero(mom[:, 0] > 0)
-        easy = True
-        for s in present:
-            cnt, mx, my, sxx, syy, sxy = mom[s]
-            cnt = int(cnt)
-            ok = (cnt >= 3 and all(math.isfinite(v) for v in (sxx, syy, sxy))
-                  and 1e-280 < sxx < 1e280 and 1e-280 < syy < 1e280
-                  and math.sqrt(sxx) > 1e-6 * abs(mx) * math.sqrt(cnt)
-                  and math.sqrt(syy) > 1e-6 * abs(my) * math.sqrt(cnt))
-            if not ok:
-                easy = False
-                break
-            r = _r_from_moments(sxx, syy, sxy)
-            results[label_of(s)] = PearsonResult(
-                r, _pearson_pvalue(r, cnt, alternative), cnt, "pearson", alternative)
-            sizes[label_of(s)] = cnt
-        if not easy:
-            results, sizes = {}, {}
+        cnt, sxx, syy, sxy = mom[present, 0], mom[present, 5], mom[present, 6], mom[present, 7]
+        with np.errstate(invalid="ignore", over="ignore"):
+            means_x = mom[present, 1] + mom[present, 3]
+            means_y = mom[present, 2] + mom[present, 4]
+            easy = bool(np.all(cnt >= 3) and np.all(np.isfinite(sxy))
+                        and np.all((sxx > 1e-280) & (sxx < 1e280))
+                        and np.all((syy > 1e-280) & (syy < 1e280))
+                        and not np.any((np.sqrt(sxx) < _EPS75 * np.abs(means_x))
+                                       | (np.sqrt(syy) < _EPS75 * np.abs(means_y))))
+        if easy:
+            small = cnt <= SMALL_N
+            if small.any():
+                order, sorted_codes, starts, ends = _group_rows(codes)
+                bounds = dict(zip((sorted_codes[starts] - base).tolist(),
+                                  zip(starts.tolist(), ends.tolist())))
+            for k, s in enumerate(present.tolist()):
+                c = int(cnt[k])
+                if small[k]:  # the same route as pearson() on these rows
+                    a, b = bounds[s]
+                    idx = order[a:b]
+                    r = _pearson_small(x[idx], y[idx], 2)
+                else:
+                    r = _r_from_moments(sxx[k], syy[k], sxy[k])
+                lab = label_of(s)
+                results[lab] = PearsonResult(
+                    r, _pearson_pvalue(r, c, alternative), c, "pearson", alternative)
+                sizes[lab] = c
     if not results:
-        order = np.argsort(codes, kind="stable")
-        sorted_codes = codes[order]
-        bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
-        starts = np.concatenate(([0], bounds))
-        ends = np.concatenate((bounds, [codes.shape[0]]))
+        order, sorted_codes, starts, ends = _group_rows(codes)
         for a, b in zip(starts, ends):
             idx = order[a:b]
             lab = label_of(int(sorted_codes[a] - base))
@@ -801,28 +861,14 @@ def _pooled_pearson(mom, alternative):
     """Pearson over all rows from the groups' co-moments (Chan's merge), or None.
 
     Saves a second pass over the data; None when the pooled moments do not pass
-    the same well-conditioning checks as the per-group ones.
+    the same conditioning test as a single call's.
     """
-    cnt, mx, my, sxx, syy, sxy = (float(v) for v in mom[0])
-    for c2, mx2, my2, sxx2, syy2, sxy2 in mom[1:]:
-        n = cnt + c2
-        dx, dy = mx2 - mx, my2 - my
-        f = cnt * c2 / n
-        sxx += sxx2 + dx * dx * f
-        syy += syy2 + dy * dy * f
-        sxy += sxy2 + dx * dy * f
-        mx += dx * c2 / n
-        my += dy * c2 / n
-        cnt = n
-    cnt = int(cnt)
-    ok = (all(math.isfinite(v) for v in (sxx, syy, sxy))
-          and 1e-280 < sxx < 1e280 and 1e-280 < syy < 1e280
-          and math.sqrt(sxx) > 1e-6 * abs(mx) * math.sqrt(cnt)
-          and math.sqrt(syy) > 1e-6 * abs(my) * math.sqrt(cnt))
-    if not ok:
+    n, mx, my, sxx, syy, sxy = _corr.merge_moment_rows(np.ascontiguousarray(mom))
+    if not _moments_usable(sxx, syy, sxy) or _near_constant(sxx, syy, mx, my):
         return None
+    n = int(n)
     r = _r_from_moments(sxx, syy, sxy)
-    return PearsonResult(r, _pearson_pvalue(r, cnt, alternative), cnt, "pearson", alternative)
+    return PearsonResult(r, _pearson_pvalue(r, n, alternative), n, "pearson", alternative)
 
 
 # ----------------------------------------------------------------- bootstrap
