@@ -311,7 +311,7 @@ def jack_spearman(const double[::1] x, const double[::1] y, const double[::1] rx
     cdef Py_ssize_t n = x.shape[0], i, j
     cdef double m = 0.5 * n, a, b, sxx, syy, sxy, r
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule='static'):
+        for i in prange(n, num_threads=n_threads, schedule='dynamic'):
             sxx = 0
             syy = 0
             sxy = 0
@@ -347,7 +347,7 @@ def jack_kendall(const double[::1] x, const double[::1] y, double[::1] out,
     cdef int64_t c, d, tx, ty, txy
     cdef double dx, dy
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule='static'):
+        for i in prange(n, num_threads=n_threads, schedule='dynamic'):
             c = 0
             d = 0
             tx = 0

@@ -273,7 +273,7 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
     cdef real_or_int* dst = buf
     cdef real_or_int* tmp
     n_runs = (n + RUN - 1) // RUN
-    for r in prange(n_runs, num_threads=n_threads, schedule='static'):
+    for r in prange(n_runs, num_threads=n_threads, schedule='dynamic', chunksize=64):
         lo = r * RUN
         hi = lo + RUN
         if hi > n:
@@ -282,7 +282,7 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
     width = RUN
     while width < n:
         n_pairs = (n + 2 * width - 1) // (2 * width)
-        for p in prange(n_pairs, num_threads=n_threads, schedule='static'):
+        for p in prange(n_pairs, num_threads=n_threads, schedule='dynamic'):
             lo = p * 2 * width
             mid = lo + width
             if mid > n:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from overlap._threads import effective_n_threads
+from overlap import effective_n_threads
 
 __all__ = [
     "as_float_vector",
@@ -40,8 +40,8 @@ def as_float_vector(values, name: str) -> np.ndarray:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must contain numbers only ({exc})") from None
-    if arr.dtype.kind == "c":
-        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
+    if arr.dtype.kind == "c":  # ValueError, as scipy.stats raises for complex data
+        raise ValueError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
     if arr.ndim != 1:

@@ -171,8 +171,10 @@ def _prepare(x, y, alternative, nan_policy):
 
 
 def _has_nan(x, y) -> bool:
-    # np.isnan(x.sum()) is a fast screen; inf - inf also gives NaN, so confirm.
-    s = x.sum() + y.sum()
+    # np.isnan(x.sum()) is a fast screen; inf - inf also gives NaN, so confirm
+    # (and do not let that inf - inf raise a RuntimeWarning of its own).
+    with np.errstate(invalid="ignore", over="ignore"):
+        s = x.sum() + y.sum()
     if not np.isnan(s):
         return False
     return bool(np.isnan(x).any() or np.isnan(y).any())
@@ -358,7 +360,7 @@ def _small_int_table(x, y, nt):
     if x.shape[0] < 64:
         return None
     table = np.zeros((64, 64), dtype=np.int64)
-    if _corr.small_int_table(x, y, table, nt) is None:
+    if _corr.small_int_table(x, y, table, _work_threads(nt, x.shape[0])) is None:
         return None
     rows = table.sum(axis=1)
     cols = table.sum(axis=0)
@@ -716,7 +718,8 @@ def _factorize(groups, n):
         raise ValueError(f"groups must have the same length as x, got {g.shape[0]} and {n}")
     if n == 0:
         raise ValueError("x, y and groups must not be empty")
-    if g.dtype.kind in "iub":
+    wide_unsigned = g.dtype.kind == "u" and g.dtype.itemsize >= 8 and int(g.max()) >= 2**63
+    if g.dtype.kind in "iub" and not wide_unsigned:  # else int64 codes would wrap
         codes = np.ascontiguousarray(g, dtype=np.int64)
         lo, hi = int(codes.min()), int(codes.max())  # numpy's SIMD min/max
         if hi - lo < max(4 * n, 1024):
@@ -796,9 +799,11 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     func = _FUNCS[method]
     kw = {"alternative": alternative, "nan_policy": nan_policy, "n_threads": nt}
 
-    def label_of(slot):
+    as_bool = np.asarray(groups).dtype.kind == "b"
+
+    def label_of(slot):  # labels come back as given: bool stays bool
         if labels is None:
-            return int(slot + base)
+            return bool(slot + base) if as_bool else int(slot + base)
         lab = labels[slot]
         return lab.item() if hasattr(lab, "item") else lab
 
@@ -902,9 +907,7 @@ def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):
     out = np.empty(n_resamples, dtype=np.float64)
     n = x.shape[0]
     if method == "pearson":
-        xc = x - x.mean()
-        yc = y - y.mean()
-        _boot.boot_pearson(xc, yc, seed, out, nt)
+        _boot.boot_pearson(_centred(x), _centred(y), seed, out, nt)
     elif method == "spearman":
         ox = np.argsort(x, kind="stable")
         oy = np.argsort(y, kind="stable")
@@ -920,6 +923,15 @@ def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):
                            np.ascontiguousarray(ycode, dtype=np.intc), xrun, xyrun,
                            int(ycode.max()) + 1, seed, out, nt)
     return out
+
+
+def _centred(v: np.ndarray) -> np.ndarray:
+    """v minus its mean, re-centred once: under a large common offset the mean
+    is off by ulps of the offset, the deviations are exact differences, and
+    their mean is that error."""
+    dev = v - v.mean()
+    dev -= dev.mean()
+    return dev
 
 
 def _run_ends_from_flags(same_next: np.ndarray, n: int) -> np.ndarray:
@@ -945,7 +957,7 @@ def _statistic(method, x, y, nt) -> float:
 def _jackknife(method, x, y, nt) -> np.ndarray:
     out = np.empty(x.shape[0], dtype=np.float64)
     if method == "pearson":
-        _boot.jack_pearson(x - x.mean(), y - y.mean(), out)
+        _boot.jack_pearson(_centred(x), _centred(y), out)
     elif method == "spearman":
         _boot.jack_spearman(x, y, _average_ranks(x), _average_ranks(y), out, nt)
     else:
