@@ -1,0 +1,147 @@
+"""Result types and warnings of the correlation functions (scipy-compatible)."""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import special
+from scipy import stats as _sps
+
+from ._validation import check_confidence_level
+
+ALTERNATIVES = ("two-sided", "less", "greater")
+NAN_POLICIES = ("propagate", "omit", "raise")
+METHODS = ("pearson", "spearman", "kendall")
+
+ConstantInputWarning = _sps.ConstantInputWarning
+NearConstantInputWarning = _sps.NearConstantInputWarning
+try:  # scipy's own class, so filters written for scipy keep working
+    from scipy.stats._axis_nan_policy import SmallSampleWarning
+except ImportError:  # pragma: no cover - older/newer scipy layouts
+
+    class SmallSampleWarning(RuntimeWarning):
+        """Too few observations for the statistic."""
+
+
+_CONSTANT_MSG = "An input array is constant; the correlation coefficient is not defined."
+_NEAR_CONSTANT_MSG = (
+    "An input array is nearly constant; the computed correlation coefficient "
+    "may be inaccurate."
+)
+_EPS75 = np.finfo(np.float64).eps ** 0.75
+
+ConfidenceInterval = namedtuple("ConfidenceInterval", ["low", "high"])
+
+
+# ----------------------------------------------------------------- results
+
+
+@dataclass(frozen=True)
+class CorrelationResult:
+    """A correlation coefficient and its p-value.
+
+    Unpacks like scipy's results: ``r, p = metrics.spearman(x, y)``.
+
+    Attributes
+    ----------
+    statistic : float
+        The coefficient (NaN when undefined).
+    pvalue : float
+        p-value of the test of no association for ``alternative``.
+    n : int
+        Number of pairs used (after ``nan_policy="omit"``).
+    method : str
+        ``"pearson"``, ``"spearman"`` or ``"kendall"``.
+    alternative : str
+        The alternative hypothesis of ``pvalue``.
+    """
+
+    statistic: float
+    pvalue: float
+    n: int
+    method: str
+    alternative: str = "two-sided"
+
+    @property
+    def correlation(self) -> float:
+        """Alias of ``statistic``."""
+        return self.statistic
+
+    def __iter__(self):
+        yield self.statistic
+        yield self.pvalue
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, i):
+        return (self.statistic, self.pvalue)[i]
+
+
+@dataclass(frozen=True)
+class PearsonResult(CorrelationResult):
+    """Pearson's r with ``confidence_interval`` (Fisher's z or a bootstrap)."""
+
+    # the data, kept for a bootstrap interval (last axis = observations)
+    x: np.ndarray | None = field(default=None, repr=False, compare=False)
+    y: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    def confidence_interval(self, confidence_level: float = 0.95,
+                            method=None) -> ConfidenceInterval:
+        """Confidence interval for r.
+
+        Without ``method``: Fisher's transformation, ``atanh(r) ± z /
+        sqrt(n - 3)`` mapped back with ``tanh``; one-sided for a one-sided
+        ``alternative``; ``(-1, 1)`` when ``n <= 3`` (exactly as
+        ``scipy.stats.pearsonr(...).confidence_interval()``).  With a
+        ``scipy.stats.BootstrapMethod`` (or an object with its attributes
+        ``n_resamples``, ``method``, ``rng``): a paired bootstrap interval
+        from ``metrics.bootstrap_ci`` seeded from that generator.
+        """
+        cl = check_confidence_level(confidence_level)
+        if method is not None:
+            return self._bootstrap_interval(cl, method)
+        r, n = self.statistic, float(self.n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            zr = np.arctanh(np.asarray(r, dtype=np.float64))
+            se = np.sqrt(1 / (np.float64(n) - 3))
+            if self.alternative == "two-sided":
+                h = special.ndtri(0.5 + cl / 2)
+                lo, hi = np.tanh(zr - h * se), np.tanh(zr + h * se)
+            elif self.alternative == "less":
+                h = special.ndtri(cl)
+                lo, hi = np.full_like(zr, -1.0), np.tanh(zr + h * se)
+            else:
+                h = special.ndtri(cl)
+                lo, hi = np.tanh(zr - h * se), np.full_like(zr, 1.0)
+        if n <= 3:
+            lo, hi = np.full_like(zr, -1.0), np.full_like(zr, 1.0)
+        return ConfidenceInterval(_scalar(lo), _scalar(hi))
+
+    def _bootstrap_interval(self, cl: float, method) -> ConfidenceInterval:
+        from ._resampling import bootstrap_interval, is_bootstrap_method
+
+        if not is_bootstrap_method(method):
+            raise ValueError("method must be None or a BootstrapMethod, got "
+                             f"{type(method).__name__}")
+        if self.x is None:
+            raise ValueError("this result keeps no data; a bootstrap interval needs "
+                             "the result of metrics.pearson")
+        x = np.asarray(self.x, dtype=np.float64)
+        y = np.asarray(self.y, dtype=np.float64)
+        shape = np.shape(self.statistic)
+        lo, hi = np.empty(shape), np.empty(shape)
+        xs = x.reshape(-1, x.shape[-1])
+        ys = y.reshape(-1, y.shape[-1])
+        for k in range(xs.shape[0]):
+            lo.flat[k], hi.flat[k] = bootstrap_interval(xs[k], ys[k], cl, self.alternative,
+                                                        method)
+        return ConfidenceInterval(_scalar(lo), _scalar(hi))
+
+
+def _scalar(v):
+    """A 0-d array as a float, an array as it is."""
+    v = np.asarray(v, dtype=np.float64)
+    return float(v) if v.ndim == 0 else v
