@@ -11,7 +11,7 @@ from libc.math cimport sqrt, NAN
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from libc.stdint cimport int64_t, uint64_t
-from metrics._merge cimport merge_count
+from metrics._sortcount cimport sort_count
 
 cdef extern from *:
     """
@@ -176,28 +176,6 @@ def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
         raise MemoryError("bootstrap: could not allocate per-thread scratch")
 
 
-cdef int64_t _inversions_serial(int* a, int* buf, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t width = 1, lo, mid, hi
-    cdef int64_t total = 0
-    cdef int* src = a
-    cdef int* dst = buf
-    cdef int* tmp
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = lo + width
-            if mid > n:
-                mid = n
-            hi = lo + 2 * width
-            if hi > n:
-                hi = n
-            total += merge_count(src, dst, lo, mid, hi)
-            lo = hi
-        tmp = src; src = dst; dst = tmp
-        width *= 2
-    return total
-
-
 cdef inline double _weighted_tau(const int* w, const Py_ssize_t* order,
                                  const int* ycode, const int* xrun_end,
                                  const int* xyrun_end, Py_ssize_t n, int n_ycodes,
@@ -234,7 +212,7 @@ cdef inline double _weighted_tau(const int* w, const Py_ssize_t* order,
         ycount[ycode[i]] += w[order[i]]
     for c in range(n_ycodes):
         ytie += ycount[c] * (ycount[c] - 1) // 2
-    dis = _inversions_serial(seq, buf, n)
+    dis = sort_count(seq, buf, n)
     tot = (<int64_t>n) * (n - 1) // 2
     if xtie == tot or ytie == tot:
         return NAN

@@ -11,7 +11,7 @@ from libc.math cimport sqrt, floor, isnan
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uint64_t
-from metrics._merge cimport merge_count, real_or_int
+from metrics._sortcount cimport insertion_count, merge_count, sort_count
 from metrics._moments cimport MOMENT_FIELDS, block_moments, merge_moments, zero_moments
 
 from overlap._openmp cimport omp_get_thread_num
@@ -245,22 +245,7 @@ cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
     return (u > w) - (u < w)
 
 
-cdef int64_t _insertion_count(real_or_int* a, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-    cdef Py_ssize_t i, j
-    cdef real_or_int v
-    cdef int64_t inv = 0
-    for i in range(lo + 1, hi):
-        v = a[i]
-        j = i
-        while j > lo and a[j - 1] > v:
-            a[j] = a[j - 1]
-            j -= 1
-        inv += i - j
-        a[j] = v
-    return inv
-
-
-cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
+cdef int64_t _count_inversions(double* a, double* buf, Py_ssize_t n,
                                int n_threads) noexcept nogil:
     """Sort a[0:n] ascending (result left in a) and return its strict inversions.
 
@@ -269,16 +254,18 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
     """
     cdef Py_ssize_t RUN = 32, n_runs, r, width, lo, mid, hi, n_pairs, p
     cdef int64_t total = 0
-    cdef real_or_int* src = a
-    cdef real_or_int* dst = buf
-    cdef real_or_int* tmp
+    cdef double* src = a
+    cdef double* dst = buf
+    cdef double* tmp
+    if n_threads <= 1 or n < (1 << 16):
+        return sort_count(a, buf, n)
     n_runs = (n + RUN - 1) // RUN
     for r in prange(n_runs, num_threads=n_threads, schedule='dynamic', chunksize=64):
         lo = r * RUN
         hi = lo + RUN
         if hi > n:
             hi = n
-        total += _insertion_count(a, lo, hi)
+        total += insertion_count(a + lo, hi - lo)
     width = RUN
     while width < n:
         n_pairs = (n + 2 * width - 1) // (2 * width)
@@ -296,7 +283,7 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
         dst = tmp
         width *= 2
     if src != a:
-        memcpy(a, src, n * sizeof(real_or_int))
+        memcpy(a, src, n * sizeof(double))
     return total
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import special
@@ -30,6 +29,8 @@ _NEAR_CONSTANT_MSG = (
     "An input array is nearly constant; the computed correlation coefficient "
     "may be inaccurate."
 )
+# scipy's wording first, so that code matching scipy's messages keeps working
+_NAN_RAISE_MSG = "The input contains nan values: x or y has NaN (nan_policy='raise')"
 _EPS75 = np.finfo(np.float64).eps ** 0.75
 
 ConfidenceInterval = namedtuple("ConfidenceInterval", ["low", "high"])
@@ -38,17 +39,19 @@ ConfidenceInterval = namedtuple("ConfidenceInterval", ["low", "high"])
 # ----------------------------------------------------------------- results
 
 
-@dataclass(frozen=True)
-class CorrelationResult:
+class CorrelationResult(tuple):
     """A correlation coefficient and its p-value.
 
-    Unpacks like scipy's results: ``r, p = metrics.spearman(x, y)``.
+    A tuple ``(statistic, pvalue)``, as scipy's results are, so that
+    ``r, p = metrics.spearman(x, y)``, ``res[0]``, ``np.asarray(res)`` and
+    comparisons with tuples behave as with ``scipy.stats``; the other fields
+    are read-only attributes.
 
     Attributes
     ----------
-    statistic : float
-        The coefficient (NaN when undefined).
-    pvalue : float
+    statistic : float or numpy.ndarray
+        The coefficient (NaN when undefined); an array for N-D input.
+    pvalue : float or numpy.ndarray
         p-value of the test of no association for ``alternative``.
     n : int
         Number of pairs used (after ``nan_policy="omit"``).
@@ -58,35 +61,52 @@ class CorrelationResult:
         The alternative hypothesis of ``pvalue``.
     """
 
-    statistic: float
-    pvalue: float
-    n: int
-    method: str
-    alternative: str = "two-sided"
+    _extra: tuple = ()
+
+    def __new__(cls, statistic, pvalue, n, method, alternative="two-sided", **extra):
+        self = tuple.__new__(cls, (statistic, pvalue))
+        unknown = set(extra) - set(cls._extra)
+        if unknown:
+            raise TypeError(f"unexpected fields {sorted(unknown)}")
+        d = self.__dict__
+        d["n"], d["method"], d["alternative"] = n, method, alternative
+        for k in cls._extra:
+            d[k] = extra.get(k)
+        return self
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is read-only")
+
+    def __getnewargs_ex__(self):
+        extra = {k: self.__dict__[k] for k in self._extra}
+        return (self[0], self[1], self.n, self.method, self.alternative), extra
 
     @property
-    def correlation(self) -> float:
+    def statistic(self):
+        return self[0]
+
+    @property
+    def pvalue(self):
+        return self[1]
+
+    @property
+    def correlation(self):
         """Alias of ``statistic``."""
-        return self.statistic
+        return self[0]
 
-    def __iter__(self):
-        yield self.statistic
-        yield self.pvalue
-
-    def __len__(self) -> int:
-        return 2
-
-    def __getitem__(self, i):
-        return (self.statistic, self.pvalue)[i]
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(statistic={self[0]!r}, pvalue={self[1]!r}, "
+                f"n={self.n!r}, method={self.method!r}, alternative={self.alternative!r})")
 
 
-@dataclass(frozen=True)
 class PearsonResult(CorrelationResult):
-    """Pearson's r with ``confidence_interval`` (Fisher's z or a bootstrap)."""
+    """Pearson's r with ``confidence_interval`` (Fisher's z or a bootstrap).
 
-    # the data, kept for a bootstrap interval (last axis = observations)
-    x: np.ndarray | None = field(default=None, repr=False, compare=False)
-    y: np.ndarray | None = field(default=None, repr=False, compare=False)
+    ``x`` and ``y`` keep the data (observations along the last axis) for a
+    bootstrap interval.
+    """
+
+    _extra = ("x", "y")
 
     def confidence_interval(self, confidence_level: float = 0.95,
                             method=None) -> ConfidenceInterval:

@@ -23,6 +23,7 @@ import numpy as np
 from ._pvalues import _pearson_pvalue, _t_pvalue
 from ._results import (
     _CONSTANT_MSG,
+    _NAN_RAISE_MSG,
     ALTERNATIVES,
     NAN_POLICIES,
     ConfidenceInterval,
@@ -68,7 +69,9 @@ def _prepare(x, y, alternative, nan_policy):
 
 
 def _check_options(alternative, nan_policy):
-    check_choice(alternative, "alternative", ALTERNATIVES)
+    if not isinstance(alternative, str) or alternative not in ALTERNATIVES:
+        raise ValueError("`alternative` must be 'less', 'greater', or 'two-sided', got "
+                         f"{alternative!r}")
     check_choice(nan_policy, "nan_policy", NAN_POLICIES)
 
 
@@ -78,7 +81,7 @@ def _check_axis(axis):
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         if isinstance(axis, float) and axis == int(axis):
             return int(axis)
-        raise ValueError(f"axis must be an integer or None, got {axis!r}")
+        raise ValueError(f"`axis` must be an integer (or None), got {axis!r}")
     return int(axis)
 
 
@@ -92,7 +95,7 @@ def _paired_slices(x, y, axis, name_x="x", name_y="y"):
         raise np.exceptions.AxisError(axis, ndim) if hasattr(np, "exceptions") else \
             ValueError(f"axis {axis} is out of bounds for arrays of dimension {ndim}")
     if x.shape[axis] != y.shape[axis]:
-        raise ValueError(f"{name_x} and {name_y} must have the same length along axis, "
+        raise ValueError(f"`{name_x}` and `{name_y}` must have the same length along `axis`, "
                          f"got {x.shape[axis]} and {y.shape[axis]}")
     x = np.moveaxis(x, axis, -1)
     y = np.moveaxis(y, axis, -1)
@@ -177,8 +180,8 @@ def pearson(x, y, *, alternative: str = "two-sided", method=None, axis: int | No
     nt = resolve_threads(n_threads)
     xa, ya = as_real_array(x, "x"), as_real_array(y, "y")
     if axis is None or (xa.ndim <= 1 and ya.ndim <= 1):
-        if axis is not None and not (xa.ndim == ya.ndim == 1 and axis in (0, -1)):
-            _paired_slices(xa, ya, axis)  # scipy's errors for a bad axis or shape
+        if axis is not None:
+            _paired_slices(xa, ya, axis)  # scipy's errors for a bad axis or length
         return _pearson_1d(xa.ravel(), ya.ravel(), alternative, method, nan_policy, nt)
     xb, yb = _paired_slices(xa, ya, axis)
     if xb.shape[-1] < 2:
@@ -196,7 +199,7 @@ def _pearson_1d(x, y, alternative, method, nan_policy, nt) -> PearsonResult:
     check_same_length(x, y, "x", "y")
     if nan_policy != "propagate" and _has_nan(x, y):
         if nan_policy == "raise":
-            raise ValueError("x or y contains NaN (nan_policy='raise')")
+            raise ValueError(_NAN_RAISE_MSG)
         keep = ~(np.isnan(x) | np.isnan(y))
         x, y = np.ascontiguousarray(x[keep]), np.ascontiguousarray(y[keep])
     n = x.shape[0]
@@ -217,8 +220,9 @@ def _pearson_1d(x, y, alternative, method, nan_policy, nt) -> PearsonResult:
 # ----------------------------------------------------------------- Spearman
 
 
-def spearman(x, y=None, *, axis: int | None = 0, alternative: str = "two-sided",
-             nan_policy: str = "propagate", n_threads: int | None = None) -> CorrelationResult:
+def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
+             alternative: str = "two-sided", *,
+             n_threads: int | None = None) -> CorrelationResult:
     """Spearman's rank correlation (average ranks for ties) and its p-value.
 
     Same statistic and p-value as ``scipy.stats.spearmanr`` (Student's t with
@@ -253,6 +257,11 @@ def spearman(x, y=None, *, axis: int | None = 0, alternative: str = "two-sided",
     nt = resolve_threads(n_threads)
     xa = as_real_array(x, "x")
     ya = None if y is None else as_real_array(y, "y")
+    if axis is not None and axis not in (0, 1, -1):
+        raise ValueError(f"spearman handles 1-D or 2-D arrays: axis must be 0, 1 or None, "
+                         f"got {axis}")
+    if xa.ndim > 2 or (ya is not None and ya.ndim > 2):
+        raise ValueError("spearman handles 1-D or 2-D arrays only")
     if ya is not None and xa.ndim <= 1 and ya.ndim <= 1:
         x = as_float_vector(xa.ravel(), "x")
         y = as_float_vector(ya.ravel(), "y")
@@ -273,7 +282,7 @@ def _spearman_1d(x, y, alternative, nan_policy, nt):
     tab = _small_int_table(x, y, nt)  # succeeds only without NaN
     if tab is None and _has_nan(x, y):
         if nan_policy == "raise":
-            raise ValueError("x or y contains NaN (nan_policy='raise')")
+            raise ValueError(_NAN_RAISE_MSG)
         if nan_policy == "propagate":
             return CorrelationResult(math.nan, math.nan, n, "spearman", alternative)
         keep = np.isfinite(x) & np.isfinite(y)
@@ -301,6 +310,8 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
         a = a.ravel()
         b = None if b is None else b.ravel()
         axis = 0
+    elif axis == -1:
+        axis = 1
     if a.ndim > 2 or (b is not None and b.ndim > 2):
         raise ValueError("spearman handles 1-D or 2-D arrays only")
     if b is None:
@@ -327,14 +338,13 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     has_nan_var = np.zeros(n_vars, dtype=bool)
     if nan_rows.any():
         if nan_policy == "raise":
-            raise ValueError("x or y contains NaN (nan_policy='raise')")
+            raise ValueError(_NAN_RAISE_MSG)
         if nan_policy == "omit":
             if n_vars == 2:
                 return _spearman_1d(np.ascontiguousarray(data[:, 0]),
                                     np.ascontiguousarray(data[:, 1]),
                                     alternative, nan_policy, nt)
-            data = data[~nan_rows]
-            n_obs = data.shape[0]
+            return _spearman_pairwise(data, alternative, nt)
         elif n_vars <= 2:
             return CorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
         else:
@@ -352,6 +362,28 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     rs[has_nan_var, :] = np.nan
     rs[:, has_nan_var] = np.nan
     return CorrelationResult(rs, p, n_obs, "spearman", alternative)
+
+
+def _spearman_pairwise(data, alternative, nt):
+    """nan_policy="omit" on more than two variables: every pair on the rows
+    where both are present (pairwise complete), as scipy's masked path."""
+    n_vars = data.shape[1]
+    rs = np.eye(n_vars)
+    p = np.zeros((n_vars, n_vars))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstantInputWarning)
+        for i in range(n_vars):
+            for j in range(i + 1, n_vars):
+                keep = ~(np.isnan(data[:, i]) | np.isnan(data[:, j]))
+                if np.count_nonzero(keep) < 2:
+                    r_ij = p_ij = math.nan
+                else:
+                    r_ij, p_ij = _spearman_1d(np.ascontiguousarray(data[keep, i]),
+                                              np.ascontiguousarray(data[keep, j]),
+                                              alternative, "omit", nt)
+                rs[i, j] = rs[j, i] = r_ij
+                p[i, j] = p[j, i] = p_ij
+    return CorrelationResult(rs, p, data.shape[0], "spearman", alternative)
 
 
 # ----------------------------------------------------------------- Kendall
@@ -409,7 +441,7 @@ def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
     tab = _small_int_table(x, y, nt)  # succeeds only without NaN
     if tab is None and _has_nan(x, y):
         if nan_policy == "raise":
-            raise ValueError("x or y contains NaN (nan_policy='raise')")
+            raise ValueError(_NAN_RAISE_MSG)
         if nan_policy == "propagate":
             return CorrelationResult(math.nan, math.nan, x.shape[0], "kendall", alternative)
         keep = ~(np.isnan(x) | np.isnan(y))

@@ -12,6 +12,7 @@ from . import _corr
 from ._pvalues import _pearson_pvalue
 from ._results import (
     _EPS75,
+    _NAN_RAISE_MSG,
     METHODS,
     CorrelationResult,
     PearsonResult,
@@ -157,7 +158,7 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     nt = resolve_threads(n_threads)
     codes, base, labels, n_slots = _factorize(groups, x.shape[0])
     if nan_policy == "raise" and _has_nan(x, y):
-        raise ValueError("x or y contains NaN (nan_policy='raise')")
+        raise ValueError(_NAN_RAISE_MSG)
     func = _correlation._FUNCS[method]
     kw = {"alternative": alternative, "nan_policy": nan_policy, "n_threads": nt}
 
