@@ -91,6 +91,11 @@ def _paired_slices(x, y, axis, name_x="x", name_y="y"):
     ndim = max(x.ndim, y.ndim)
     x = x.reshape((1,) * (ndim - x.ndim) + x.shape)
     y = y.reshape((1,) * (ndim - y.ndim) + y.shape)
+    try:  # scipy's order of checks: broadcastable first, then the axis length
+        np.broadcast_shapes(x.shape, y.shape)
+    except ValueError:
+        raise ValueError(f"`{name_x}` and `{name_y}` must be broadcastable, got shapes "
+                         f"{x.shape} and {y.shape}") from None
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(axis, ndim) if hasattr(np, "exceptions") else \
             ValueError(f"axis {axis} is out of bounds for arrays of dimension {ndim}")
@@ -185,7 +190,8 @@ def pearson(x, y, *, alternative: str = "two-sided", method=None, axis: int | No
         return _pearson_1d(xa.ravel(), ya.ravel(), alternative, method, nan_policy, nt)
     xb, yb = _paired_slices(xa, ya, axis)
     if xb.shape[-1] < 2:
-        raise ValueError(f"x and y must have length at least 2 along axis, got {xb.shape[-1]}")
+        raise ValueError("`x` and `y` must have length at least 2 along `axis`, got "
+                         f"{xb.shape[-1]}")
 
     def one(xs, ys):
         return _pearson_1d(xs, ys, alternative, method, nan_policy, nt)
@@ -204,7 +210,7 @@ def _pearson_1d(x, y, alternative, method, nan_policy, nt) -> PearsonResult:
         x, y = np.ascontiguousarray(x[keep]), np.ascontiguousarray(y[keep])
     n = x.shape[0]
     if n < 2:
-        raise ValueError(f"x and y must have length at least 2, got {n}")
+        raise ValueError(f"`x` and `y` must have length at least 2, got {n}")
     r = _pearson_statistic(x, y, nt, warn_stacklevel=5)
     if method is None:
         p = _pearson_pvalue(r, n, alternative)
@@ -260,6 +266,8 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
     if axis is not None and axis not in (0, 1, -1):
         raise ValueError(f"spearman handles 1-D or 2-D arrays: axis must be 0, 1 or None, "
                          f"got {axis}")
+    if ya is not None and axis is None:
+        xa, ya = xa.ravel(), ya.ravel()
     if xa.ndim > 2 or (ya is not None and ya.ndim > 2):
         raise ValueError("spearman handles 1-D or 2-D arrays only")
     if ya is not None and xa.ndim <= 1 and ya.ndim <= 1:
