@@ -53,8 +53,9 @@ def check_method(method) -> str:
     """'permutation' or 'monte_carlo'; ValueError (scipy's type) otherwise."""
     kind = _kind(method) if method is not None else "unknown"
     if kind == "unknown":
-        raise ValueError("method must be None, a PermutationMethod or a MonteCarloMethod "
-                         f"(scipy.stats objects or equivalents), got {method!r}")
+        raise ValueError("`method` must be an instance of PermutationMethod or "
+                         "MonteCarloMethod (scipy.stats objects or equivalents), or None; "
+                         f"got {method!r}")
     return kind
 
 

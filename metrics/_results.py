@@ -144,8 +144,8 @@ class PearsonResult(CorrelationResult):
         from ._resampling import bootstrap_interval, is_bootstrap_method
 
         if not is_bootstrap_method(method):
-            raise ValueError("method must be None or a BootstrapMethod, got "
-                             f"{type(method).__name__}")
+            raise ValueError("`method` must be an instance of BootstrapMethod (or an "
+                             f"equivalent), or None; got {method!r}")
         if self.x is None:
             raise ValueError("this result keeps no data; a bootstrap interval needs "
                              "the result of metrics.pearson")

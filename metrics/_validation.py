@@ -39,12 +39,12 @@ def as_real_array(values, name: str) -> np.ndarray:
             arr = arr.astype(np.float64)
         except TypeError as exc:
             if any(isinstance(v, complex) for v in np.ravel(np.asarray(values, dtype=object))):
-                raise ValueError(f"{name} must be real-valued, got complex numbers") from None
+                raise ValueError(f"This function does not support complex data: {name} holds complex numbers") from None
             raise TypeError(f"{name} must contain numbers only ({exc})") from None
         except ValueError as exc:
             raise TypeError(f"{name} must contain numbers only ({exc})") from None
     if arr.dtype.kind == "c":  # ValueError, as scipy.stats raises for complex data
-        raise ValueError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
+        raise ValueError(f"This function does not support complex data: {name} has dtype {arr.dtype}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
     return np.asarray(arr, dtype=np.float64)
@@ -68,7 +68,7 @@ def as_float_vector(values, name: str) -> np.ndarray:
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must contain numbers only ({exc})") from None
     if arr.dtype.kind == "c":  # ValueError, as scipy.stats raises for complex data
-        raise ValueError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
+        raise ValueError(f"This function does not support complex data: {name} has dtype {arr.dtype}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
     if arr.ndim != 1:

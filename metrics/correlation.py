@@ -94,8 +94,8 @@ def _paired_slices(x, y, axis, name_x="x", name_y="y"):
     try:  # scipy's order of checks: broadcastable first, then the axis length
         np.broadcast_shapes(x.shape, y.shape)
     except ValueError:
-        raise ValueError(f"`{name_x}` and `{name_y}` must be broadcastable, got shapes "
-                         f"{x.shape} and {y.shape}") from None
+        raise ValueError(f"`{name_x}` and `{name_y}` must be broadcastable (the same length "
+                         f"along `axis`), got shapes {x.shape} and {y.shape}") from None
     if not -ndim <= axis < ndim:
         raise np.exceptions.AxisError(axis, ndim) if hasattr(np, "exceptions") else \
             ValueError(f"axis {axis} is out of bounds for arrays of dimension {ndim}")
