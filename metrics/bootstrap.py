@@ -225,8 +225,8 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
 
     Intervals (as ``scipy.stats.bootstrap``): ``"percentile"``, ``"basic"``
     and ``"bca"`` (bias-corrected and accelerated; the acceleration comes from
-    the jackknife, O(n) for Pearson via leave-one-out moment updates, O(n^2)
-    but parallel for Spearman and Kendall).  Quantiles use linear
+    the jackknife, O(n) for Pearson via leave-one-out moment updates,
+    O(n log n) for Spearman and Kendall via dominance counts).  Quantiles use linear
     interpolation.  Degenerate resamples (a constant resample) give NaN
     statistics; if any occur the interval is NaN, with a warning, as scipy.
 
