@@ -52,6 +52,37 @@ def test_pearson_scipy(benchmark, cont):
     benchmark(ss.pearsonr, *cont)
 
 
+@pytest.fixture(scope="module")
+def offset_data():
+    """Timestamps-like data: a common offset of 1e9, spread 1 (issue 11, section 1)."""
+    r = np.random.default_rng(5)
+    x = 1e9 + r.normal(size=N)
+    return x, -3e8 + 0.5 * (x - 1e9) + r.normal(size=N)
+
+
+def _exact_r(x, y):
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests"))
+    from test_metrics_precision import exact_pearson
+
+    return exact_pearson(x, y)
+
+
+@pytest.mark.benchmark(group="pearson-offset-1e9-1e6")
+def test_pearson_offset_ours(benchmark, offset_data):
+    res = benchmark(metrics.pearson, *offset_data)
+    exact = _exact_r(*offset_data)
+    benchmark.extra_info["error_vs_exact"] = abs(res.statistic - exact)
+    assert abs(res.statistic - exact) <= 1e-12 * abs(exact)
+
+
+@pytest.mark.benchmark(group="pearson-offset-1e9-1e6")
+def test_pearson_offset_scipy(benchmark, offset_data):
+    res = benchmark(ss.pearsonr, *offset_data)
+    benchmark.extra_info["error_vs_exact"] = abs(float(res.statistic) - _exact_r(*offset_data))
+
+
 # ----------------------------------------------------------------- grouped
 
 
@@ -159,6 +190,19 @@ def test_bootstrap_scipy_999(benchmark, boot_data):
     benchmark.extra_info["n_resamples"] = 999
     ours = metrics.bootstrap_ci(*boot_data, n_resamples=9999, seed=1)
     assert abs(res.confidence_interval.low - ours.confidence_interval.low) < 0.02
+
+
+@pytest.mark.benchmark(group="bootstrap-bca-rank-1e5")
+@pytest.mark.parametrize("method", ["spearman", "kendall"])
+def test_bootstrap_bca_rank_jackknife(benchmark, method):
+    """BCa with the O(n log n) leave-one-out statistics (n = 1e5, 999 resamples)."""
+    r = np.random.default_rng(6)
+    x = r.normal(size=100_000)
+    y = x + r.normal(size=100_000)
+    res = benchmark.pedantic(metrics.bootstrap_ci, args=(x, y),
+                             kwargs={"method": method, "n_resamples": 999, "seed": 2},
+                             rounds=1)
+    assert res.confidence_interval.low < res.statistic < res.confidence_interval.high
 
 
 # ----------------------------------------------------------------- Krippendorff

@@ -4,26 +4,18 @@
   ``read_sent_relations``, ``read_bag_relations``,
   ``read_relation_predictions``, ``relation_f1``,
   ``upper_bound``.
-* Correlation (matching ``scipy.stats``): ``pearson``, ``spearman``,
-  ``kendall``, ``grouped`` (per group + overall), ``bootstrap_ci``.
+* Correlation (drop-in for ``scipy.stats``): ``pearson``, ``spearman``,
+  ``kendall`` (module ``correlation``), ``grouped`` (per group + overall,
+  module ``grouped``), ``bootstrap_ci`` (module ``bootstrap``).
 * Agreement: ``krippendorff_alpha``, ``split_half``, ``trimmed_mean``.
 
 Command line: ``python -m metrics ccks ...`` and ``python -m metrics corr ...``.
 """
 
 from .agreement import SplitHalfResult, krippendorff_alpha, split_half, trimmed_mean
-from .correlation import (
-    BootstrapResult,
-    ConfidenceInterval,
-    CorrelationResult,
-    GroupedResult,
-    PearsonResult,
-    bootstrap_ci,
-    grouped,
-    kendall,
-    pearson,
-    spearman,
-)
+from .bootstrap import BootstrapResult, bootstrap_ci
+from .correlation import ConfidenceInterval, CorrelationResult, PearsonResult, kendall, pearson, spearman
+from .grouped import GroupedResult, grouped
 from .relation import (
     RelationF1,
     RelationLabels,

@@ -11,7 +11,9 @@ from libc.math cimport sqrt, NAN
 from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from libc.stdint cimport int64_t, uint64_t
-from metrics._merge cimport merge_count
+from metrics._sortcount cimport sort_count
+
+import numpy as np
 
 cdef extern from *:
     """
@@ -176,28 +178,6 @@ def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
         raise MemoryError("bootstrap: could not allocate per-thread scratch")
 
 
-cdef int64_t _inversions_serial(int* a, int* buf, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t width = 1, lo, mid, hi
-    cdef int64_t total = 0
-    cdef int* src = a
-    cdef int* dst = buf
-    cdef int* tmp
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = lo + width
-            if mid > n:
-                mid = n
-            hi = lo + 2 * width
-            if hi > n:
-                hi = n
-            total += merge_count(src, dst, lo, mid, hi)
-            lo = hi
-        tmp = src; src = dst; dst = tmp
-        width *= 2
-    return total
-
-
 cdef inline double _weighted_tau(const int* w, const Py_ssize_t* order,
                                  const int* ycode, const int* xrun_end,
                                  const int* xyrun_end, Py_ssize_t n, int n_ycodes,
@@ -234,7 +214,7 @@ cdef inline double _weighted_tau(const int* w, const Py_ssize_t* order,
         ycount[ycode[i]] += w[order[i]]
     for c in range(n_ycodes):
         ytie += ycount[c] * (ycount[c] - 1) // 2
-    dis = _inversions_serial(seq, buf, n)
+    dis = sort_count(seq, buf, n)
     tot = (<int64_t>n) * (n - 1) // 2
     if xtie == tot or ytie == tot:
         return NAN
@@ -305,81 +285,43 @@ def jack_pearson(const double[::1] xc, const double[::1] yc, double[::1] out):
                 out[i] = 1.0 if r > 1 else (-1.0 if r < -1 else r)
 
 
-def jack_spearman(const double[::1] x, const double[::1] y, const double[::1] rx,
-                  const double[::1] ry, double[::1] out, int n_threads):
-    """Leave-one-out Spearman rho, O(n) per left-out point, parallel over points."""
-    cdef Py_ssize_t n = x.shape[0], i, j
-    cdef double m = 0.5 * n, a, b, sxx, syy, sxy, r
-    with nogil:
-        for i in prange(n, num_threads=n_threads, schedule='static'):
-            sxx = 0
-            syy = 0
-            sxy = 0
-            for j in range(n):
-                if j != i:
-                    a = rx[j] - m
-                    if x[j] > x[i]:
-                        a = a - 1.0
-                    elif x[j] == x[i]:
-                        a = a - 0.5
-                    b = ry[j] - m
-                    if y[j] > y[i]:
-                        b = b - 1.0
-                    elif y[j] == y[i]:
-                        b = b - 0.5
-                    sxx = sxx + a * a
-                    syy = syy + b * b
-                    sxy = sxy + a * b
-            if sxx <= 0 or syy <= 0:
-                out[i] = NAN
-            else:
-                r = sxy / (sqrt(sxx) * sqrt(syy))
-                out[i] = 1.0 if r > 1 else (-1.0 if r < -1 else r)
+# ---------------------------------------------------------------- O(n log n) jackknife
 
+def below_counts(const Py_ssize_t[::1] order, const int64_t[::1] xr, const int64_t[::1] yr,
+                 Py_ssize_t n_y, int64_t[::1] lt, int64_t[::1] le):
+    """For every point i: lt[i] = #{j: x_j < x_i, y_j < y_i} and
+    le[i] = #{j: x_j < x_i, y_j <= y_i}.
 
-def jack_kendall(const double[::1] x, const double[::1] y, double[::1] out,
-                 int n_threads):
-    """Leave-one-out Kendall tau-b, O(n) per left-out point, parallel over points."""
-    cdef Py_ssize_t n = x.shape[0], i, j
-    import numpy as np
-    per_arr = np.zeros((n, 5), dtype=np.int64)   # con, dis, xtie, ytie, both
-    cdef int64_t[:, ::1] per = per_arr
-    cdef int64_t c, d, tx, ty, txy
-    cdef double dx, dy
+    ``xr``/``yr`` are dense ranks (0-based) and ``order`` sorts the points by
+    x.  One sweep over x groups with a Fenwick tree over the y ranks: each
+    group is queried before it is inserted.  O(n log n), integer counts.
+    """
+    cdef Py_ssize_t n = order.shape[0], g0 = 0, g1, k, i, q
+    cdef int64_t s
+    tree_arr = np.zeros(n_y + 1, dtype=np.int64)
+    cdef int64_t[::1] tree = tree_arr
     with nogil:
-        for i in prange(n, num_threads=n_threads, schedule='static'):
-            c = 0
-            d = 0
-            tx = 0
-            ty = 0
-            txy = 0
-            for j in range(n):
-                if j != i:
-                    dx = x[j] - x[i]
-                    dy = y[j] - y[i]
-                    if x[j] == x[i]:
-                        tx = tx + 1
-                        if y[j] == y[i]:
-                            txy = txy + 1
-                    if y[j] == y[i]:
-                        ty = ty + 1
-                    if (x[j] > x[i] and y[j] > y[i]) or (x[j] < x[i] and y[j] < y[i]):
-                        c = c + 1
-                    elif (x[j] > x[i] and y[j] < y[i]) or (x[j] < x[i] and y[j] > y[i]):
-                        d = d + 1
-            per[i, 0] = c
-            per[i, 1] = d
-            per[i, 2] = tx
-            per[i, 3] = ty
-            per[i, 4] = txy
-    tot_c, tot_d, tot_tx, tot_ty, _ = (per_arr.sum(axis=0) // 2).tolist()
-    tot = n * (n - 1) // 2
-    tot_m = (n - 1) * (n - 2) // 2
-    cd = (tot_c - per_arr[:, 0]) - (tot_d - per_arr[:, 1])
-    ax = tot_m - (tot_tx - per_arr[:, 2])
-    ay = tot_m - (tot_ty - per_arr[:, 3])
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tau = cd / np.sqrt(ax.astype(np.float64)) / np.sqrt(ay.astype(np.float64))
-    tau[(ax == 0) | (ay == 0)] = np.nan
-    np.clip(tau, -1.0, 1.0, out=tau)
-    np.asarray(out)[:] = tau
+        while g0 < n:
+            g1 = g0 + 1
+            while g1 < n and xr[order[g1]] == xr[order[g0]]:
+                g1 += 1
+            for k in range(g0, g1):
+                i = order[k]
+                s = 0
+                q = yr[i]          # prefix of ranks < yr[i]: tree positions 1..yr[i]
+                while q > 0:
+                    s += tree[q]
+                    q -= q & (-q)
+                lt[i] = s
+                q = yr[i] + 1      # ranks <= yr[i]
+                s = 0
+                while q > 0:
+                    s += tree[q]
+                    q -= q & (-q)
+                le[i] = s
+            for k in range(g0, g1):
+                q = yr[order[k]] + 1
+                while q <= n_y:
+                    tree[q] += 1
+                    q += q & (-q)
+            g0 = g1

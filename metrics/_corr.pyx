@@ -11,11 +11,14 @@ from libc.math cimport sqrt, floor, isnan
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uint64_t
-from metrics._merge cimport merge_count, real_or_int
+from metrics._sortcount cimport insertion_count, merge_count, sort_count
+from metrics._moments cimport MOMENT_FIELDS, block_moments, merge_moments, zero_moments
 
 from overlap._openmp cimport omp_get_thread_num
 
 import numpy as np
+
+N_MOMENT_FIELDS = MOMENT_FIELDS  # for the Python layer
 
 cdef enum:
     CHUNK = 4096        # doubles per co-moment chunk (x and y fit in L1/L2)
@@ -24,74 +27,21 @@ cdef enum:
 
 
 # ---------------------------------------------------------------- co-moments
-
-cdef inline void _chunk_moments(const double* x, const double* y, Py_ssize_t m,
-                                double* out) noexcept nogil:
-    """out[0..5] = n, mean x, mean y, Sxx, Syy, Sxy of one chunk (two-pass)."""
-    cdef double sx0 = 0, sx1 = 0, sx2 = 0, sx3 = 0
-    cdef double sy0 = 0, sy1 = 0, sy2 = 0, sy3 = 0
-    cdef Py_ssize_t i, m4 = m - (m % 4)
-    for i in range(0, m4, 4):
-        sx0 += x[i]; sx1 += x[i + 1]; sx2 += x[i + 2]; sx3 += x[i + 3]
-        sy0 += y[i]; sy1 += y[i + 1]; sy2 += y[i + 2]; sy3 += y[i + 3]
-    for i in range(m4, m):
-        sx0 += x[i]
-        sy0 += y[i]
-    cdef double mx = ((sx0 + sx1) + (sx2 + sx3)) / m
-    cdef double my = ((sy0 + sy1) + (sy2 + sy3)) / m
-    cdef double a0 = 0, a1 = 0, b0 = 0, b1 = 0, c0 = 0, c1 = 0
-    cdef double dx0, dy0, dx1, dy1
-    cdef Py_ssize_t m2 = m - (m % 2)
-    for i in range(0, m2, 2):
-        dx0 = x[i] - mx; dy0 = y[i] - my
-        dx1 = x[i + 1] - mx; dy1 = y[i + 1] - my
-        a0 += dx0 * dx0; a1 += dx1 * dx1
-        b0 += dy0 * dy0; b1 += dy1 * dy1
-        c0 += dx0 * dy0; c1 += dx1 * dy1
-    for i in range(m2, m):
-        dx0 = x[i] - mx; dy0 = y[i] - my
-        a0 += dx0 * dx0; b0 += dy0 * dy0; c0 += dx0 * dy0
-    out[0] = <double>m
-    out[1] = mx
-    out[2] = my
-    out[3] = a0 + a1
-    out[4] = b0 + b1
-    out[5] = c0 + c1
-
-
-cdef inline void _merge_moments(double* acc, const double* part) noexcept nogil:
-    """Chan et al. pairwise update: fold the moments in ``part`` into ``acc``."""
-    cdef double na = acc[0], nb = part[0]
-    if nb == 0:
-        return
-    if na == 0:
-        memcpy(acc, part, 6 * sizeof(double))
-        return
-    cdef double n = na + nb
-    cdef double dx = part[1] - acc[1]
-    cdef double dy = part[2] - acc[2]
-    cdef double f = na * nb / n
-    acc[0] = n
-    acc[1] = acc[1] + dx * (nb / n)
-    acc[2] = acc[2] + dy * (nb / n)
-    acc[3] = acc[3] + part[3] + dx * dx * f
-    acc[4] = acc[4] + part[4] + dy * dy * f
-    acc[5] = acc[5] + part[5] + dx * dy * f
-
+# (block layout and accuracy argument: metrics/_moments.pxd)
 
 cdef void _segment_moments(const double* x, const double* y, Py_ssize_t n,
                            double* acc) noexcept nogil:
     """Serial chunked moments of one segment (same chunking as the parallel path)."""
-    cdef double part[6]
+    cdef double part[MOMENT_FIELDS]
     cdef Py_ssize_t start, m
-    acc[0] = 0; acc[1] = 0; acc[2] = 0; acc[3] = 0; acc[4] = 0; acc[5] = 0
+    zero_moments(acc)
     start = 0
     while start < n:
         m = n - start
         if m > CHUNK:
             m = CHUNK
-        _chunk_moments(x + start, y + start, m, part)
-        _merge_moments(acc, part)
+        block_moments(x + start, y + start, m, part)
+        merge_moments(acc, part)
         start += m
 
 
@@ -99,28 +49,52 @@ def comoments(const double[::1] x, const double[::1] y, int n_threads):
     """Return (n, mean_x, mean_y, Sxx, Syy, Sxy) of paired data.
 
     Chunks of CHUNK pairs are reduced in parallel (two passes over each chunk,
-    from cache), then merged left to right, so the result is the same for every
-    thread count.
+    from cache, anchored at a data value), then merged left to right, so the
+    result is the same for every thread count.  The chunk index is handed out
+    dynamically: on a busy machine the free threads take the work of a
+    descheduled one.
     """
     cdef Py_ssize_t n = x.shape[0]
     cdef Py_ssize_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef Py_ssize_t c, start, m
-    cdef double acc[6]
+    cdef double acc[MOMENT_FIELDS]
     if n == 0:
         return (0.0, np.nan, np.nan, np.nan, np.nan, np.nan)
-    parts_arr = np.empty((n_chunks, 6), dtype=np.float64)
+    parts_arr = np.empty((n_chunks, MOMENT_FIELDS), dtype=np.float64)
     cdef double[:, ::1] parts = parts_arr
     with nogil:
-        for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic', chunksize=8):
-            start = c * CHUNK
-            m = n - start
-            if m > CHUNK:
-                m = CHUNK
-            _chunk_moments(&x[start], &y[start], m, &parts[c, 0])
-        acc[0] = 0; acc[1] = 0; acc[2] = 0; acc[3] = 0; acc[4] = 0; acc[5] = 0
+        if n_threads <= 1 or n_chunks == 1:
+            for c in range(n_chunks):
+                start = c * CHUNK
+                m = n - start
+                if m > CHUNK:
+                    m = CHUNK
+                block_moments(&x[start], &y[start], m, &parts[c, 0])
+        else:
+            for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic',
+                            chunksize=4):
+                start = c * CHUNK
+                m = n - start
+                if m > CHUNK:
+                    m = CHUNK
+                block_moments(&x[start], &y[start], m, &parts[c, 0])
+        zero_moments(acc)
         for c in range(n_chunks):
-            _merge_moments(acc, &parts[c, 0])
-    return (acc[0], acc[1], acc[2], acc[3], acc[4], acc[5])
+            merge_moments(acc, &parts[c, 0])
+    return (acc[0], acc[1] + acc[3], acc[2] + acc[4], acc[5], acc[6], acc[7])
+
+
+def merge_moment_rows(const double[:, ::1] rows):
+    """Fold blocks of moments (rows of MOMENT_FIELDS) in order; return the
+    pooled (n, mean_x, mean_y, Sxx, Syy, Sxy)."""
+    cdef double acc[MOMENT_FIELDS]
+    cdef Py_ssize_t r
+    zero_moments(acc)
+    for r in range(rows.shape[0]):
+        merge_moments(acc, &rows[r, 0])
+    if acc[0] == 0:
+        return (0.0, np.nan, np.nan, np.nan, np.nan, np.nan)
+    return (acc[0], acc[1] + acc[3], acc[2] + acc[4], acc[5], acc[6], acc[7])
 
 
 # ---------------------------------------------------------------- grouping
@@ -159,7 +133,7 @@ def group_gather(const int64_t[::1] codes, Py_ssize_t n_groups,
 def grouped_comoments(const double[::1] xs, const double[::1] ys,
                       const Py_ssize_t[::1] offsets, double[:, ::1] out,
                       int n_threads):
-    """Per-segment (n, mean_x, mean_y, Sxx, Syy, Sxy) into out[g, :]."""
+    """Per-segment blocks of moments (see _moments.pxd) into out[g, :]."""
     cdef Py_ssize_t G = offsets.shape[0] - 1, g
     with nogil:
         for g in prange(G, num_threads=n_threads, schedule='dynamic'):
@@ -271,22 +245,7 @@ cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
     return (u > w) - (u < w)
 
 
-cdef int64_t _insertion_count(real_or_int* a, Py_ssize_t lo, Py_ssize_t hi) noexcept nogil:
-    cdef Py_ssize_t i, j
-    cdef real_or_int v
-    cdef int64_t inv = 0
-    for i in range(lo + 1, hi):
-        v = a[i]
-        j = i
-        while j > lo and a[j - 1] > v:
-            a[j] = a[j - 1]
-            j -= 1
-        inv += i - j
-        a[j] = v
-    return inv
-
-
-cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
+cdef int64_t _count_inversions(double* a, double* buf, Py_ssize_t n,
                                int n_threads) noexcept nogil:
     """Sort a[0:n] ascending (result left in a) and return its strict inversions.
 
@@ -295,20 +254,22 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
     """
     cdef Py_ssize_t RUN = 32, n_runs, r, width, lo, mid, hi, n_pairs, p
     cdef int64_t total = 0
-    cdef real_or_int* src = a
-    cdef real_or_int* dst = buf
-    cdef real_or_int* tmp
+    cdef double* src = a
+    cdef double* dst = buf
+    cdef double* tmp
+    if n_threads <= 1 or n < (1 << 16):
+        return sort_count(a, buf, n)
     n_runs = (n + RUN - 1) // RUN
-    for r in prange(n_runs, num_threads=n_threads, schedule='static'):
+    for r in prange(n_runs, num_threads=n_threads, schedule='dynamic', chunksize=64):
         lo = r * RUN
         hi = lo + RUN
         if hi > n:
             hi = n
-        total += _insertion_count(a, lo, hi)
+        total += insertion_count(a + lo, hi - lo)
     width = RUN
     while width < n:
         n_pairs = (n + 2 * width - 1) // (2 * width)
-        for p in prange(n_pairs, num_threads=n_threads, schedule='static'):
+        for p in prange(n_pairs, num_threads=n_threads, schedule='dynamic'):
             lo = p * 2 * width
             mid = lo + width
             if mid > n:
@@ -322,7 +283,7 @@ cdef int64_t _count_inversions(real_or_int* a, real_or_int* buf, Py_ssize_t n,
         dst = tmp
         width *= 2
     if src != a:
-        memcpy(a, src, n * sizeof(real_or_int))
+        memcpy(a, src, n * sizeof(double))
     return total
 
 
@@ -390,37 +351,42 @@ def kendall_general(const double[::1] x, const double[::1] y,
 def grouped_chunk_moments(const double[::1] x, const double[::1] y,
                           const int64_t[::1] codes, int64_t base, Py_ssize_t n_slots,
                           double[:, :, ::1] parts, int n_threads):
-    """Per chunk and per group slot (code - base): n, means, Sxx, Syy, Sxy.
+    """Per chunk and per group slot (code - base): a block of moments.
 
-    ``parts`` has shape (n_chunks, n_slots, 6) and must be zeroed.  Each chunk
-    of CHUNK rows is reduced by one thread with two passes from cache; the
-    caller merges the chunks of every slot in chunk order.
+    ``parts`` has shape (n_chunks, n_slots, MOMENT_FIELDS) and must be
+    zeroed.  Each chunk of CHUNK rows is reduced by one thread with two passes
+    from cache, anchored at the slot's first value in the chunk; the caller
+    merges the chunks of every slot in chunk order.
     """
     cdef Py_ssize_t n = x.shape[0], n_chunks = parts.shape[0], c, i, lo, hi, s
     cdef double dx, dy, cnt
+    cdef double* p
     with nogil:
-        for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic', chunksize=8):
+        for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic', chunksize=4):
             lo = c * CHUNK
             hi = lo + CHUNK
             if hi > n:
                 hi = n
             for i in range(lo, hi):
-                s = <Py_ssize_t>(codes[i] - base)
-                parts[c, s, 0] += 1
-                parts[c, s, 1] += x[i]
-                parts[c, s, 2] += y[i]
+                p = &parts[c, <Py_ssize_t>(codes[i] - base), 0]
+                if p[0] == 0:
+                    p[1] = x[i]
+                    p[2] = y[i]
+                p[0] += 1
+                p[3] += x[i] - p[1]
+                p[4] += y[i] - p[2]
             for s in range(n_slots):
                 cnt = parts[c, s, 0]
                 if cnt > 0:
-                    parts[c, s, 1] = parts[c, s, 1] / cnt
-                    parts[c, s, 2] = parts[c, s, 2] / cnt
+                    parts[c, s, 3] = parts[c, s, 3] / cnt
+                    parts[c, s, 4] = parts[c, s, 4] / cnt
             for i in range(lo, hi):
-                s = <Py_ssize_t>(codes[i] - base)
-                dx = x[i] - parts[c, s, 1]
-                dy = y[i] - parts[c, s, 2]
-                parts[c, s, 3] += dx * dx
-                parts[c, s, 4] += dy * dy
-                parts[c, s, 5] += dx * dy
+                p = &parts[c, <Py_ssize_t>(codes[i] - base), 0]
+                dx = (x[i] - p[1]) - p[3]
+                dy = (y[i] - p[2]) - p[4]
+                p[5] += dx * dx
+                p[6] += dy * dy
+                p[7] += dx * dy
 
 
 def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
@@ -428,7 +394,6 @@ def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
     cdef Py_ssize_t n_chunks = parts.shape[0], n_slots = parts.shape[1], c, s
     with nogil:
         for s in range(n_slots):
-            out[s, 0] = 0; out[s, 1] = 0; out[s, 2] = 0
-            out[s, 3] = 0; out[s, 4] = 0; out[s, 5] = 0
+            zero_moments(&out[s, 0])
             for c in range(n_chunks):
-                _merge_moments(&out[s, 0], &parts[c, s, 0])
+                merge_moments(&out[s, 0], &parts[c, s, 0])

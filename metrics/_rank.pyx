@@ -18,13 +18,14 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, uint64_t, uint32_t
 
+from metrics._sortcount cimport insertion_count, merge_split, merge_two, sort_count
+
 import numpy as np
 
 cdef enum:
     DIGIT_BITS = 11
     N_BUCKETS = 2048          # 2 ** DIGIT_BITS
     N_DIGITS = 6              # ceil(63 / DIGIT_BITS): at most 63 prefix bits
-    INSERTION_RUN = 16        # runs sorted by insertion before merging
     BLOCK = 65536             # elements merge-sorted by one task (fits in L2)
     SMALL_RUN = 24            # tie runs up to this long use insertion sort
 
@@ -240,134 +241,9 @@ def average_ranks2(const double[::1] x, const double[::1] y, double[::1] rx,
 
 # ---------------------------------------------------------------- inversions
 
-cdef int64_t _insertion_count(uint32_t* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i, j
-    cdef uint32_t v
-    cdef int64_t inv = 0
-    for i in range(1, n):
-        v = a[i]
-        j = i
-        while j > 0 and a[j - 1] > v:
-            a[j] = a[j - 1]
-            j -= 1
-        inv += i - j
-        a[j] = v
-    return inv
-
-
-cdef inline int64_t _merge_range(const uint32_t* A, Py_ssize_t na, Py_ssize_t i,
-                                 Py_ssize_t i_end, const uint32_t* B, Py_ssize_t j,
-                                 Py_ssize_t j_end, uint32_t* out) noexcept nogil:
-    """Merge A[i:i_end] and B[j:j_end] into out (ties: A first).
-
-    Every element taken from B is smaller than A[i:na] (all of it: elements of
-    A beyond i_end come after it in the full merge), so it adds na - i
-    inversions.  Branch-free inner loop.
-    """
-    cdef int64_t inv = 0
-    cdef uint32_t va, vb
-    cdef Py_ssize_t t
-    while i < i_end and j < j_end:
-        va = A[i]
-        vb = B[j]
-        t = vb < va
-        out[0] = vb if t else va
-        out += 1
-        inv += (na - i) & (-t)
-        j += t
-        i += 1 - t
-    if j < j_end:
-        inv += (na - i) * (j_end - j)
-        memcpy(out, B + j, (j_end - j) * sizeof(uint32_t))
-    elif i < i_end:
-        memcpy(out, A + i, (i_end - i) * sizeof(uint32_t))
-    return inv
-
-
-cdef inline Py_ssize_t _merge_split(const uint32_t* A, Py_ssize_t na, const uint32_t* B,
-                                    Py_ssize_t nb, Py_ssize_t k) noexcept nogil:
-    """How many of the first k outputs of merging A and B (ties: A first) come from A."""
-    cdef Py_ssize_t lo = k - nb if k > nb else 0
-    cdef Py_ssize_t hi = k if k < na else na
-    cdef Py_ssize_t m
-    while lo < hi:
-        m = (lo + hi) // 2
-        if A[m] <= B[k - m - 1]:
-            lo = m + 1
-        else:
-            hi = m
-    return lo
-
-
-cdef int64_t _merge_two(const uint32_t* A, Py_ssize_t na, const uint32_t* B,
-                       Py_ssize_t i0, Py_ssize_t i1, Py_ssize_t i2, Py_ssize_t k0,
-                       Py_ssize_t k1, Py_ssize_t k2, uint32_t* out) noexcept nogil:
-    """Outputs k0..k2 of the merge of A and B into out[0:k2 - k0], counting
-    inversions, as two independent chains (outputs k0..k1 and k1..k2, where
-    i_m elements of A come before output k_m) stepped in one loop: the
-    comparisons of one chain do not wait for the loads of the other."""
-    cdef Py_ssize_t i = i0, j = k0 - i0, ie = i1, je = k1 - i1
-    cdef Py_ssize_t u = i1, v = k1 - i1, ue = i2, ve = k2 - i2
-    cdef uint32_t* o = out
-    cdef uint32_t* q = out + (k1 - k0)
-    cdef int64_t inv = 0, inv2 = 0
-    cdef uint32_t va, vb, wa, wb
-    cdef Py_ssize_t t, s
-    while i < ie and j < je and u < ue and v < ve:
-        va = A[i]
-        vb = B[j]
-        wa = A[u]
-        wb = B[v]
-        t = vb < va
-        s = wb < wa
-        o[0] = vb if t else va
-        q[0] = wb if s else wa
-        o += 1
-        q += 1
-        inv += (na - i) & (-t)
-        inv2 += (na - u) & (-s)
-        j += t
-        i += 1 - t
-        v += s
-        u += 1 - s
-    return (inv + inv2 + _merge_range(A, na, i, ie, B, j, je, o)
-            + _merge_range(A, na, u, ue, B, v, ve, q))
-
-
-cdef int64_t _block_sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogil:
+cdef inline int64_t _block_sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogil:
     """Sort a[0:n] in place (buf is scratch) and return its strict inversions."""
-    cdef Py_ssize_t lo, hi, mid, width, km, im
-    cdef int64_t inv = 0
-    cdef uint32_t* src = a
-    cdef uint32_t* dst = buf
-    cdef uint32_t* tmp
-    lo = 0
-    while lo < n:
-        hi = lo + INSERTION_RUN
-        if hi > n:
-            hi = n
-        inv += _insertion_count(a + lo, hi - lo)
-        lo = hi
-    width = INSERTION_RUN
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = lo + width
-            if mid > n:
-                mid = n
-            hi = lo + 2 * width
-            if hi > n:
-                hi = n
-            km = (hi - lo) // 2
-            im = _merge_split(src + lo, mid - lo, src + mid, hi - mid, km)
-            inv += _merge_two(src + lo, mid - lo, src + mid, 0, im, mid - lo, 0, km,
-                              hi - lo, dst + lo)
-            lo = hi
-        tmp = src; src = dst; dst = tmp
-        width *= 2
-    if src != a:
-        memcpy(a, src, n * sizeof(uint32_t))
-    return inv
+    return sort_count(a, buf, n)
 
 
 cdef int64_t _merge_segment(const uint32_t* src, uint32_t* dst, Py_ssize_t lo,
@@ -377,10 +253,10 @@ cdef int64_t _merge_segment(const uint32_t* src, uint32_t* dst, Py_ssize_t lo,
     cdef const uint32_t* A = src + lo
     cdef const uint32_t* B = src + mid
     cdef Py_ssize_t na = mid - lo, nb = hi - mid, k1 = (k0 + k2) // 2
-    cdef Py_ssize_t i0 = _merge_split(A, na, B, nb, k0)
-    cdef Py_ssize_t i1 = _merge_split(A, na, B, nb, k1)
-    cdef Py_ssize_t i2 = _merge_split(A, na, B, nb, k2)
-    return _merge_two(A, na, B, i0, i1, i2, k0, k1, k2, dst + lo + k0)
+    cdef Py_ssize_t i0 = merge_split(A, na, B, nb, k0)
+    cdef Py_ssize_t i1 = merge_split(A, na, B, nb, k1)
+    cdef Py_ssize_t i2 = merge_split(A, na, B, nb, k2)
+    return merge_two(A, na, B, i0, i1, i2, k0, k1, k2, dst + lo + k0)
 
 
 cdef int64_t _merge_passes(uint32_t* a, uint32_t* buf, Py_ssize_t n,
@@ -477,18 +353,10 @@ cdef int _cmp_u32(const void* a, const void* b) noexcept nogil:
 
 
 cdef void _sort_small_u32(uint32_t* a, Py_ssize_t n) noexcept nogil:
-    cdef Py_ssize_t i, j
-    cdef uint32_t v
     if n > SMALL_RUN:
         qsort(a, n, sizeof(uint32_t), _cmp_u32)
-        return
-    for i in range(1, n):
-        v = a[i]
-        j = i
-        while j > 0 and a[j - 1] > v:
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = v
+    else:
+        insertion_count(a, n)
 
 
 cdef inline void _add_run(Py_ssize_t c, int64_t* pairs, double* s0, double* s1) noexcept nogil:

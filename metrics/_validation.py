@@ -7,10 +7,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from overlap._threads import effective_n_threads
+from overlap import effective_n_threads
 
 __all__ = [
     "as_float_vector",
+    "as_real_array",
     "as_ratings",
     "check_choice",
     "check_confidence_level",
@@ -21,6 +22,32 @@ __all__ = [
 ]
 
 _SCALAR_TYPES = (str, bytes, bytearray, dict, set, frozenset)
+
+
+def as_real_array(values, name: str) -> np.ndarray:
+    """Return ``values`` as a float64 array of any shape (no copy when it is one).
+
+    TypeError for non-numbers, ValueError for complex numbers (scipy's type).
+    """
+    if values is None or isinstance(values, _SCALAR_TYPES):
+        raise TypeError(
+            f"{name} must be an array-like of numbers, got {type(values).__name__}"
+        )
+    arr = np.asarray(values)
+    if arr.dtype == object:
+        try:
+            arr = arr.astype(np.float64)
+        except TypeError as exc:
+            if any(isinstance(v, complex) for v in np.ravel(np.asarray(values, dtype=object))):
+                raise ValueError(f"This function does not support complex data: {name} holds complex numbers") from None
+            raise TypeError(f"{name} must contain numbers only ({exc})") from None
+        except ValueError as exc:
+            raise TypeError(f"{name} must contain numbers only ({exc})") from None
+    if arr.dtype.kind == "c":  # ValueError, as scipy.stats raises for complex data
+        raise ValueError(f"This function does not support complex data: {name} has dtype {arr.dtype}")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
+    return np.asarray(arr, dtype=np.float64)
 
 
 def as_float_vector(values, name: str) -> np.ndarray:
@@ -40,8 +67,8 @@ def as_float_vector(values, name: str) -> np.ndarray:
             arr = arr.astype(np.float64)
         except (TypeError, ValueError) as exc:
             raise TypeError(f"{name} must contain numbers only ({exc})") from None
-    if arr.dtype.kind == "c":
-        raise TypeError(f"{name} must be real-valued, got complex dtype {arr.dtype}")
+    if arr.dtype.kind == "c":  # ValueError, as scipy.stats raises for complex data
+        raise ValueError(f"This function does not support complex data: {name} has dtype {arr.dtype}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
     if arr.ndim != 1:

@@ -22,6 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from . import _relparse
+from ._compat import bitwise_count
 
 __all__ = [
     "RelationF1",
@@ -398,9 +399,9 @@ class RelationF1:
         p = pred_masks & keep
         self.n_items = int(g.shape[0])
         score = RelationScore.from_counts(
-            int(np.bitwise_count(p).sum(dtype=np.int64)),
-            int(np.bitwise_count(g & p).sum(dtype=np.int64)),
-            int(np.bitwise_count(g).sum(dtype=np.int64)),
+            int(bitwise_count(p).sum(dtype=np.int64)),
+            int(bitwise_count(g & p).sum(dtype=np.int64)),
+            int(bitwise_count(g).sum(dtype=np.int64)),
         )
         self.precision, self.recall, self.f1 = score.precision, score.recall, score.f1
         self.n_sys, self.n_r, self.n_std = score.n_sys, score.n_r, score.n_std
@@ -572,8 +573,8 @@ def upper_bound(gold, preds, *, subset=None, na: int = 0, relations=None) -> Rel
     keep = _ALL ^ np.uint64(1 << na)
     stack = np.stack([_aligned_pred(gold, p) for p in preds])  # (N, items)
     g = gold.masks
-    correct = np.bitwise_count(stack & g & keep).astype(np.int64)
-    size = np.bitwise_count(stack & keep).astype(np.int64)
+    correct = bitwise_count(stack & g & keep).astype(np.int64)
+    size = bitwise_count(stack & keep).astype(np.int64)
     choice = np.argmax(correct * 128 - size, axis=0)  # first maximum = earlier system
     chosen = stack[choice, np.arange(g.shape[0])]
     rows = _subset_rows(gold, subset)

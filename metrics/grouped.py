@@ -1,0 +1,241 @@
+"""Correlation per group and over all rows in one call (``metrics.grouped``)."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _corr
+from ._pvalues import _pearson_pvalue
+from ._results import (
+    _EPS75,
+    _NAN_RAISE_MSG,
+    METHODS,
+    CorrelationResult,
+    PearsonResult,
+    SmallSampleWarning,
+)
+from ._statistics import (
+    MIN_PAIRS_PER_THREAD,
+    SMALL_N,
+    _has_nan,
+    _moments_usable,
+    _near_constant,
+    _pearson_small,
+    _r_from_moments,
+    _work_threads,
+)
+from ._validation import check_choice, resolve_threads
+from . import correlation as _correlation
+
+__all__ = ["GroupedResult", "grouped"]
+
+# ----------------------------------------------------------------- grouped
+
+
+@dataclass(frozen=True)
+class GroupedResult:
+    """Per-group results and the pooled (overall) result of ``grouped``.
+
+    Attributes
+    ----------
+    groups : dict
+        Group label -> result (in sorted label order).
+    overall : CorrelationResult
+        The same statistic over all rows.
+    method : str
+    """
+
+    groups: dict
+    overall: CorrelationResult
+    method: str
+    sizes: dict = field(default_factory=dict)
+
+    def __getitem__(self, label):
+        return self.groups[label]
+
+    def __iter__(self):
+        return iter(self.groups)
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def table(self) -> list[tuple]:
+        """Rows ``(label, n, statistic, pvalue)``, the overall row last."""
+        rows = [(g, r.n, r.statistic, r.pvalue) for g, r in self.groups.items()]
+        rows.append(("overall", self.overall.n, self.overall.statistic, self.overall.pvalue))
+        return rows
+
+
+def _factorize(groups, n):
+    """(codes int64, base, labels, n_slots): slot of row i = codes[i] - base."""
+    if groups is None or isinstance(groups, (str, bytes, dict)):
+        raise TypeError(f"groups must be a 1-D array-like of labels, got {type(groups).__name__}")
+    g = np.asarray(groups)
+    if g.ndim != 1:
+        raise ValueError(f"groups must be 1-D, got shape {g.shape}")
+    if g.shape[0] != n:
+        raise ValueError(f"groups must have the same length as x, got {g.shape[0]} and {n}")
+    if n == 0:
+        raise ValueError("x, y and groups must not be empty")
+    wide_unsigned = g.dtype.kind == "u" and g.dtype.itemsize >= 8 and int(g.max()) >= 2**63
+    if g.dtype.kind in "iub" and not wide_unsigned:  # else int64 codes would wrap
+        codes = np.ascontiguousarray(g, dtype=np.int64)
+        lo, hi = int(codes.min()), int(codes.max())  # numpy's SIMD min/max
+        if hi - lo < max(4 * n, 1024):
+            return codes, int(lo), None, int(hi - lo + 1)
+    if g.dtype.kind == "f" and np.isnan(g).any():
+        raise ValueError("groups must not contain NaN")
+    try:
+        labels, inverse = np.unique(g, return_inverse=True)
+    except TypeError as exc:
+        raise TypeError(f"groups labels must be sortable ({exc})") from None
+    return np.ascontiguousarray(inverse, dtype=np.int64), 0, labels, labels.shape[0]
+
+
+def _grouped_pearson_moments(x, y, codes, base, n_slots, nt):
+    """Per-slot blocks of moments (rows of _corr.N_MOMENT_FIELDS, see _moments.pxd)."""
+    n = x.shape[0]
+    n_chunks = (n + 4095) // 4096
+    out = np.zeros((n_slots, _corr.N_MOMENT_FIELDS), dtype=np.float64)
+    if n_chunks * n_slots <= (1 << 19):
+        parts = np.zeros((n_chunks, n_slots, _corr.N_MOMENT_FIELDS), dtype=np.float64)
+        _corr.grouped_chunk_moments(x, y, codes, base, n_slots, parts,
+                                    _work_threads(nt, n, MIN_PAIRS_PER_THREAD // 2))
+        _corr.merge_chunk_moments(parts, out)
+    else:
+        xs = np.empty(n)
+        ys = np.empty(n)
+        offsets = np.empty(n_slots + 1, dtype=np.intp)
+        _corr.group_gather(codes - base if base else codes, n_slots, x, y, xs, ys, offsets)
+        _corr.grouped_comoments(xs, ys, offsets, out, nt)
+    return out
+
+
+def _group_rows(codes):
+    """(order, starts, ends): rows of each group, in slot order, stably."""
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
+    starts = np.concatenate(([0], bounds))
+    ends = np.concatenate((bounds, [codes.shape[0]]))
+    return order, sorted_codes, starts, ends
+
+
+def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-sided",
+            nan_policy: str = "propagate", n_threads: int | None = None) -> GroupedResult:
+    """Correlation within every group and over all rows, in one call.
+
+    For SemEval-style scoring: ``groups`` holds each row's language, and the
+    result has one entry per language plus the pooled ``overall``.  Each
+    group's result equals ``method(x[groups == g], y[groups == g])``: Pearson's
+    per-group co-moments come from one parallel pass over integer group codes
+    (groups of at most ``SMALL_N`` rows take the same scipy-arithmetic route as
+    ``pearson`` does, so their p-values agree to the last bit); Spearman and
+    Kendall run per group.
+
+    Groups with fewer than 2 rows get NaN with a ``SmallSampleWarning``
+    instead of an error.  Labels come back as given (same type and value).
+
+    Parameters
+    ----------
+    x, y : array_like, 1-D, same length
+    groups : array_like, 1-D, same length
+        Hashable, sortable labels (strings, integers, ...).
+    method : {"pearson", "spearman", "kendall"}
+    alternative, nan_policy, n_threads
+        As for the single-sample functions.
+
+    Returns
+    -------
+    GroupedResult
+    """
+    x, y = _correlation._prepare(x, y, alternative, nan_policy)
+    check_choice(method, "method", METHODS)
+    nt = resolve_threads(n_threads)
+    codes, base, labels, n_slots = _factorize(groups, x.shape[0])
+    if nan_policy == "raise" and _has_nan(x, y):
+        raise ValueError(_NAN_RAISE_MSG)
+    func = _correlation._FUNCS[method]
+    kw = {"alternative": alternative, "nan_policy": nan_policy, "n_threads": nt}
+
+    as_bool = np.asarray(groups).dtype.kind == "b"
+
+    def label_of(slot):  # labels come back as given: bool stays bool
+        if labels is None:
+            return bool(slot + base) if as_bool else int(slot + base)
+        lab = labels[slot]
+        return lab.item() if hasattr(lab, "item") else lab
+
+    results, sizes = {}, {}
+    easy = False
+    if method == "pearson":
+        mom = _grouped_pearson_moments(x, y, codes, base, n_slots, nt)
+        present = np.flatnonzero(mom[:, 0] > 0)
+        cnt, sxx, syy, sxy = mom[present, 0], mom[present, 5], mom[present, 6], mom[present, 7]
+        with np.errstate(invalid="ignore", over="ignore"):
+            means_x = mom[present, 1] + mom[present, 3]
+            means_y = mom[present, 2] + mom[present, 4]
+            easy = bool(np.all(cnt >= 3) and np.all(np.isfinite(sxy))
+                        and np.all((sxx > 1e-280) & (sxx < 1e280))
+                        and np.all((syy > 1e-280) & (syy < 1e280))
+                        and not np.any((np.sqrt(sxx) < _EPS75 * np.abs(means_x))
+                                       | (np.sqrt(syy) < _EPS75 * np.abs(means_y))))
+        if easy:
+            small = cnt <= SMALL_N
+            if small.any():
+                order, sorted_codes, starts, ends = _group_rows(codes)
+                bounds = dict(zip((sorted_codes[starts] - base).tolist(),
+                                  zip(starts.tolist(), ends.tolist())))
+            for k, s in enumerate(present.tolist()):
+                c = int(cnt[k])
+                if small[k]:  # the same route as pearson() on these rows
+                    a, b = bounds[s]
+                    idx = order[a:b]
+                    r = _pearson_small(x[idx], y[idx], 2)
+                else:
+                    r = _r_from_moments(sxx[k], syy[k], sxy[k])
+                lab = label_of(s)
+                results[lab] = PearsonResult(
+                    r, _pearson_pvalue(r, c, alternative), c, "pearson", alternative)
+                sizes[lab] = c
+    if not results:
+        order, sorted_codes, starts, ends = _group_rows(codes)
+        for a, b in zip(starts, ends):
+            idx = order[a:b]
+            lab = label_of(int(sorted_codes[a] - base))
+            sizes[lab] = int(b - a)
+            if b - a < 2:
+                warnings.warn(
+                    SmallSampleWarning(f"group {lab!r} has {b - a} row(s); its result is NaN"),
+                    stacklevel=2,
+                )
+                cls = PearsonResult if method == "pearson" else CorrelationResult
+                results[lab] = cls(math.nan, math.nan, int(b - a), method, alternative)
+                continue
+            results[lab] = func(x[idx], y[idx], **kw)
+    overall = None
+    if method == "pearson" and results and easy and x.shape[0] > SMALL_N:
+        overall = _pooled_pearson(mom[present], alternative)
+    if overall is None:
+        overall = func(x, y, **kw)
+    return GroupedResult(results, overall, method, sizes)
+
+
+def _pooled_pearson(mom, alternative):
+    """Pearson over all rows from the groups' co-moments (Chan's merge), or None.
+
+    Saves a second pass over the data; None when the pooled moments do not pass
+    the same conditioning test as a single call's.
+    """
+    n, mx, my, sxx, syy, sxy = _corr.merge_moment_rows(np.ascontiguousarray(mom))
+    if not _moments_usable(sxx, syy, sxy) or _near_constant(sxx, syy, mx, my):
+        return None
+    n = int(n)
+    r = _r_from_moments(sxx, syy, sxy)
+    return PearsonResult(r, _pearson_pvalue(r, n, alternative), n, "pearson", alternative)
+
+

@@ -1,0 +1,1 @@
+"""Run scipy's own correlation tests against ``metrics`` (see plugin.py)."""

@@ -1,0 +1,58 @@
+"""Bad and awkward input to the correlation functions (issues 9 and 11)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import scipy.stats as ss
+
+import metrics
+
+FUNCS = [metrics.pearson, metrics.spearman, metrics.kendall]
+
+
+@pytest.mark.parametrize("func", [metrics.spearman, metrics.kendall])
+@pytest.mark.parametrize("nan_policy", ["propagate", "omit"])
+def test_infinities_raise_no_runtime_warning(func, nan_policy):
+    x = np.array([1.0, 2.0, np.inf, 4.0, -np.inf, 0.5])
+    y = np.array([1.0, 3.0, 2.0, 5.0, 4.0, 0.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = func(x, y, nan_policy=nan_policy)
+    theirs = {metrics.spearman: ss.spearmanr, metrics.kendall: ss.kendalltau}[func](x, y)
+    assert ours.statistic == pytest.approx(float(theirs.statistic), abs=1e-12)
+
+
+@pytest.mark.parametrize("func", FUNCS)
+def test_complex_input_is_a_value_error_as_in_scipy(func):
+    x = np.array([1, 2, 3, 4], dtype=complex)
+    with pytest.raises(ValueError, match="x"):
+        func(x, [1.0, 2.0, 3.0, 5.0])
+    with pytest.raises(ValueError, match="y"):
+        func([1.0, 2.0, 3.0, 5.0], [1 + 1j, 2, 3, 4])
+
+
+def test_grouped_returns_uint64_labels_as_given():
+    big = np.array([2**63, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+    g = np.repeat(big, 4)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=12)
+    y = x + rng.normal(size=12)
+    res = metrics.grouped(x, y, g)
+    assert list(res) == [2**63, 2**63 + 5, 2**64 - 1]
+    for lab in big.tolist():
+        m = g == np.uint64(lab)
+        assert res[lab].statistic == metrics.pearson(x[m], y[m]).statistic
+
+
+def test_grouped_returns_bool_labels_as_bools():
+    g = np.array([True, False] * 6)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=12)
+    y = x + rng.normal(size=12)
+    res = metrics.grouped(x, y, g)
+    assert list(res) == [False, True]
+    assert all(type(k) is bool for k in res)
+    assert res[True].statistic == metrics.pearson(x[g], y[g]).statistic
