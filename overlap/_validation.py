@@ -14,10 +14,8 @@ from typing import Any
 import numpy as np
 
 
-#: Most fields a sample may have (the kernels keep per-field state on the stack).
-MAX_FIELDS = 8
-#: Most tokens one query row may hold, over all its fields.
-MAX_QUERY_TOKENS = (1 << 24) - 1
+# Limits shared with the kernels, defined once in overlap/_limits.pxd.
+from ._search import MAX_FIELDS, MAX_QUERY_TOKENS, MAX_ROW_MASS  # noqa: F401
 
 
 def type_name(x: Any) -> str:

@@ -13,6 +13,7 @@ from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._validation import (
     MAX_QUERY_TOKENS,
+    MAX_ROW_MASS,
     as_fields,
     check_compatible,
     check_int,
@@ -212,8 +213,10 @@ class OverlapIndex:
 
 
 def _check_query_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
-    if max_mass >= 2**30:
-        raise ValueError(f"{name}: a row has {max_mass} tokens; at most 2**30 - 1 are supported")
+    if max_mass > MAX_ROW_MASS:
+        raise ValueError(
+            f"{name}: a row has {max_mass} tokens; at most {MAX_ROW_MASS} are supported"
+        )
     if max_row * n_fields > MAX_QUERY_TOKENS:
         raise ValueError(
             f"{name}: a row holds {max_row} tokens per field; at most "
