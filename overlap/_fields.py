@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._validation import type_name
+from ._validation import MAX_FIELDS, type_name
 from .tokensets import TokenSets
 
-#: Most fields a sample may have (the kernels keep per-field state on the stack).
-MAX_FIELDS = 8
 
 
 def as_fields(x: Any, name: str) -> tuple:

@@ -1,6 +1,10 @@
 import numpy as np
 from numpy.typing import NDArray
 
+MAX_FIELDS: int
+MAX_QUERY_TOKENS: int
+MAX_ROW_MASS: int
+
 class Collection:
     fingerprints: NDArray[np.uint64]
     def records(self, n_threads: int) -> NDArray[np.int64]: ...
@@ -18,6 +22,7 @@ class Collection:
 
 class ReferenceIndex:
     refs: Collection
+    groups: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]
     def __init__(
         self,
         refs: Collection,
@@ -82,6 +87,9 @@ def build_postings(
     max_row: int,
     n_threads: int,
 ) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int32], NDArray[np.uint32]]: ...
+def size_groups(
+    pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]: ...
 def vocab_table(
     hashes: NDArray[np.uint64],
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64]]: ...

@@ -35,8 +35,17 @@ from libc.math cimport floor
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64, sort_u64
+from overlap._limits cimport QUERY_TOKEN_BITS, COUNT_BITS
+from overlap cimport _limits
 
 cnp.import_array()
+
+#: Most fields a sample may have.
+MAX_FIELDS = _limits.MAX_FIELDS
+#: Most tokens one query row may hold, over all its fields.
+MAX_QUERY_TOKENS = (1 << QUERY_TOKEN_BITS) - 1
+#: Largest mass (size; the sum of counts for multisets) of one row.
+MAX_ROW_MASS = (1 << COUNT_BITS) - 1
 
 cdef enum:
     # 64-bit words per token signature (256 bits: nearly collision-free on short rows)
@@ -55,10 +64,20 @@ cdef enum:
     TOP_PARTIALS = 4
 
 cdef enum:
-    COUNT_MASK = 0x3FFFFFFF
-    FLAG_CANDIDATE = 0x40000000
-    FLAG_DONE = 0x80000000
-    FLAG_HOPELESS = 0xC0000000
+    # postings longer than this get a directory of their size groups
+    GROUPED_POSTING = 32
+
+cdef enum:
+    # another field's scan filters the candidates when it reads at most this
+    # many entries per candidate (an entry read is sequential, a candidate
+    # verified is a random read of its records)
+    FILTER_ENTRIES_PER_CANDIDATE = 64
+
+cdef enum:
+    # per-reference state word: a count below, a flag in the top two bits
+    COUNT_MASK = (1 << COUNT_BITS) - 1
+    FLAG_CANDIDATE = 1 << COUNT_BITS
+    FLAG_DONE = 2 << COUNT_BITS
 
 ctypedef struct Coll:
     int F
@@ -84,6 +103,9 @@ ctypedef struct Index:
     const uint64_t* fps      # reference fingerprints, ascending
     const int64_t* fpi       # their reference ids (ascending within equal fps)
     int64_t nfp
+    const int64_t* gptr      # V + 1: each long posting's size groups (none for short ones)
+    const int32_t* gsize     # a size group's reference size
+    const int64_t* gstart    # and its first entry
 
 ctypedef struct PairBuf:
     int64_t* i
@@ -94,23 +116,26 @@ ctypedef struct PairBuf:
     int failed
 
 ctypedef struct Scratch:
-    uint32_t* state      # n_refs words: count (low 30 bits), flag (top 2 bits)
-    int32_t* touched
+    # per thread, allocated by scratch_new and freed by scratch_free
+    uint32_t* state      # per reference: count (low COUNT_BITS bits), flag (top 2 bits)
+    int32_t* bound       # per candidate reference: most its intersection can still be
+    uint8_t* fields_hit  # per candidate reference: other fields whose scan admits it
+    int32_t* touched     # references touched by the query (touched order)
+    int32_t* tz          # their driver-field sizes
     int32_t* exact       # candidates' counts (touched order)
-    int32_t* tz          # candidates' driver-field sizes (touched order)
-    int32_t* sorted_z
-    int32_t* sorted_c
     int32_t* ubound      # candidates' intersection bounds (touched order)
-    int32_t* sorted      # candidates by bound, descending
-    int32_t* sorted_u
+    int32_t* sorted      # candidates by bound, descending, with their bound,
+    int32_t* sorted_u    # count and size
+    int32_t* sorted_c
+    int32_t* sorted_z
     int64_t* bucket      # counting-sort buckets, max query size + 1
-    int64_t* ps
-    int64_t* pe
-    uint32_t* qc
-    int32_t* fld
-    int32_t* me          # largest suffix mass of each query token's posting
-    uint64_t* order
-    double* ks
+    int64_t* post_start  # per driver token of the query: its posting,
+    int64_t* post_end
+    int32_t* post_maxe   # the largest suffix mass in that posting,
+    int64_t* post_vid    # its vocabulary id,
+    uint32_t* qcount     # its count in the query
+    uint64_t* order      # and the scan order (rank << QUERY_TOKEN_BITS | token)
+    double* ks           # the running top-k: scores and reference indices
     int64_t* ki
     int nk
     int64_t prev_q       # the previous query this thread handled, and its best match
@@ -149,6 +174,7 @@ cdef class ReferenceIndex:
     """Inverted index over a reference Collection."""
     cdef Index x
     cdef object _keep
+    cdef readonly object groups     # (gptr, gsize, gstart): see size_groups
     cdef readonly Collection refs
     cdef readonly object last_stats
 
@@ -174,6 +200,14 @@ cdef class ReferenceIndex:
         self.x.fps = &fps[0] if fps.shape[0] else NULL
         self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
         self.x.nfp = fps.shape[0]
+        gptr, gsize, gstart = size_groups(pptr, psize, GROUPED_POSTING)
+        self.groups = (gptr, gsize, gstart)
+        cdef const int64_t[::1] gp = gptr
+        cdef const int32_t[::1] gz = gsize
+        cdef const int64_t[::1] gs = gstart
+        self.x.gptr = &gp[0]
+        self.x.gsize = &gz[0] if gz.shape[0] else NULL
+        self.x.gstart = &gs[0] if gs.shape[0] else NULL
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
@@ -534,8 +568,92 @@ cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
     return lo
 
 
-cdef void verify_top_partials(const Coll* Q, int64_t qi, const Coll* R, Scratch* s,
-                              int64_t nt, int k, double floor_score) noexcept nogil:
+# ---------------------------------------------------------------- one query, in phases
+#
+# search_one runs the phases below in order; each reads the call's constants
+# from a Task and the query's running state from a Query.  Scratch (per
+# thread) holds the arrays, allocated and freed in one place (scratch_new,
+# scratch_free).
+
+ctypedef struct Task:
+    # what one kernel call does; the same for every query of the call
+    const Coll* Q
+    const Coll* R
+    const Index* X
+    int mode             # MODE_TOPK or MODE_JOIN
+    int k                # matches kept per query (top-k)
+    double floor_score   # min_score (top-k) or threshold (join)
+    bint exclude         # top-k: skip reference qi; join: skip references <= qi
+    int64_t max_query    # most query tokens over all fields (scratch rows)
+
+
+ctypedef struct Query:
+    # the running state of the query being searched
+    int64_t qi
+    int64_t sizes[_limits.MAX_FIELDS]              # the query's size in every field
+    uint64_t sigs[_limits.MAX_FIELDS * SIGW]       # and its token signature in every field
+    int driver                             # the field whose postings are scanned
+    int64_t size                           # the query's size in the driver field
+    int64_t n_tokens     # driver tokens some reference holds (s.post_* slots)
+    int64_t rest         # query mass of the driver tokens not visited yet
+    int64_t skipped      # mass of visited tokens whose postings were skipped whole
+    int64_t partial      # mass of visited tokens whose postings were read in part
+    int64_t n_touched    # references in s.touched
+    int64_t best_count   # the largest partial count seen, and its reference
+    int64_t best_ref
+    int64_t costs[_limits.MAX_FIELDS]      # entries each field's scan would read
+    int n_filters        # other fields whose scan filtered the candidates
+
+
+cdef inline double running_cut(Scratch* s, const Task* T) noexcept nogil:
+    """The running threshold, lowered by a relative 1e-12 so ties are never pruned."""
+    return current_threshold(s, T.k, T.floor_score) * (1.0 - 1e-12)
+
+
+cdef inline bint passes_length(int64_t a, int64_t b, double cut) noexcept nogil:
+    """The length filter: 2*min(a, b) >= cut*(a + b), in the bounds' own arithmetic."""
+    return 2.0 * <double>(a if a < b else b) >= cut * <double>(a + b)
+
+
+cdef inline void size_window(int64_t q, double cut, int64_t* lo, int64_t* hi) noexcept nogil:
+    """Reference sizes [lo, hi] that pass the length filter against a query of size q.
+
+    Closed-form guesses, then corrected by the filter's own float test, so the
+    window is exactly the set of sizes passes_length accepts.
+    """
+    cdef double guess
+    cdef int64_t top = 2147483647
+    if cut <= 0.0:
+        lo[0] = 0
+        hi[0] = top
+        return
+    lo[0] = <int64_t>(cut * <double>q / (2.0 - cut))
+    while lo[0] > 0 and passes_length(q, lo[0] - 1, cut):
+        lo[0] -= 1
+    while lo[0] < q and not passes_length(q, lo[0], cut):
+        lo[0] += 1
+    guess = (2.0 - cut) * <double>q / cut
+    hi[0] = top if guess >= <double>top else <int64_t>guess
+    while hi[0] > q and not passes_length(q, hi[0], cut):
+        hi[0] -= 1
+    while hi[0] < top and passes_length(q, hi[0] + 1, cut):
+        hi[0] += 1
+
+
+cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
+                                   int64_t zhi) noexcept nogil:
+    """Entries of posting vid whose reference size lies in [zlo, zhi]."""
+    cdef int64_t a, b, g0 = X.gptr[vid], g1 = X.gptr[vid + 1]
+    if g1 > g0:
+        a = lower_bound_i32(X.gsize, g0, g1, zlo)
+        b = lower_bound_i32(X.gsize, a, g1, zhi + 1)
+        return ((X.gstart[b] if b < g1 else X.pptr[vid + 1])
+                - (X.gstart[a] if a < g1 else X.pptr[vid + 1]))
+    a = lower_bound_i32(X.psize, X.pptr[vid], X.pptr[vid + 1], zlo)
+    return lower_bound_i32(X.psize, a, X.pptr[vid + 1], zhi + 1) - a
+
+
+cdef void verify_top_partials(const Task* T, Query* u, Scratch* s) noexcept nogil:
     """Verify the (up to) TOP_PARTIALS candidates with the highest partial counts."""
     cdef int64_t best[TOP_PARTIALS]
     cdef uint32_t bc[TOP_PARTIALS]
@@ -543,10 +661,10 @@ cdef void verify_top_partials(const Coll* Q, int64_t qi, const Coll* R, Scratch*
     cdef int64_t j, r
     cdef uint32_t w, c
     cdef double sc
-    for j in range(nt):
+    for j in range(u.n_touched):
         r = s.touched[j]
         w = s.state[r]
-        if (w >> 30) != 1:
+        if (w >> COUNT_BITS) != 1:
             continue
         c = w & COUNT_MASK
         if nb == TOP_PARTIALS and c <= bc[nb - 1]:
@@ -561,269 +679,474 @@ cdef void verify_top_partials(const Coll* Q, int64_t qi, const Coll* R, Scratch*
         bc[pos] = c
         best[pos] = r
     for i in range(nb):
-        r = best[i]
-        s.state[r] = FLAG_DONE
-        s.n_verify += 1
-        sc = exact_score(Q, qi, R, r, -1, 0)
-        if sc > 0.0 and sc >= floor_score:
-            topk_insert(s, k, sc, r)
+        verify_now(T, u, s, best[i])
 
 
-cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, int mode,
-                     int k, double floor_score, bint exclude, Scratch* s,
-                     PairBuf* pairs) noexcept nogil:
-    """Handle one query: fills s.ks/s.ki (top-k) or appends to ``pairs`` (join).
+cdef inline void verify_now(const Task* T, Query* u, Scratch* s, int64_t r) noexcept nogil:
+    """Top-k: score reference r exactly now (it is done for this query)."""
+    cdef double sc
+    s.state[r] = FLAG_DONE
+    s.n_verify += 1
+    sc = exact_score(T.Q, u.qi, T.R, r, -1, 0)
+    if sc > 0.0 and sc >= T.floor_score:
+        topk_insert(s, T.k, sc, r)
 
-    ``exclude`` skips reference qi (top-k, all-vs-rest) or every reference <= qi
-    (join, self-join upper triangle).
 
-    Candidates come from one driver field d, whose query tokens are visited in
-    the index's rank order (rarest first).  Every posting entry of a current
-    candidate is counted, so counts are exact for the tokens visited.  A new
-    reference is admitted only where it can still reach the running threshold:
-    with ``rem`` query mass left (this token included) and ``e`` mass of the
-    reference from this token on, it gains at most ``min(rem, e)`` (prefix and
-    positional filters, plus the other fields' length filter).  The visit stops
-    when no reference could be admitted any more; the unvisited mass then
-    bounds what the candidates can still gain.
+cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nogil:
+    """Sizes and signatures of every field; False when a field is empty (every R is 0)."""
+    cdef const Coll* Q = T.Q
+    cdef int f
+    cdef int64_t a
+    u.qi = qi
+    u.n_touched = 0
+    u.n_filters = 0
+    u.skipped = 0
+    u.partial = 0
+    u.best_count = 0
+    u.best_ref = -1
+    for f in range(Q.F):
+        u.sizes[f] = Q.sz[f * Q.n + qi]
+        if u.sizes[f] == 0:
+            return False
+        a = Q.ip[f * (Q.n + 1) + qi]
+        row_signature(Q.h + a, Q.ip[f * (Q.n + 1) + qi + 1] - a, u.sigs + SIGW * f)
+    return True
 
-    Per-reference state is one uint32: the count in the low 30 bits and a flag
-    in the top two (0 unseen, 1 candidate, 2 done, 3 hopeless).
+
+cdef inline bint exact_duplicate(const Task* T, const Query* u, Scratch* s) noexcept nogil:
+    """Top-1: score 1.0 at the lowest reference identical to the query, if any."""
+    cdef const Index* X = T.X
+    cdef uint64_t key = T.Q.fp[u.qi]
+    cdef int64_t p = lower_bound_u64(X.fps, 0, X.nfp, key), r
+    while p < X.nfp and X.fps[p] == key:
+        r = X.fpi[p]
+        p += 1
+        if T.exclude and r == u.qi:
+            continue
+        if rows_identical(T.Q, u.qi, T.R, r):
+            s.ks[0] = 1.0
+            s.ki[0] = r
+            s.nk = 1
+            return True
+    return False
+
+
+cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcept nogil:
+    """Field f's query tokens that some reference holds, in the index's rank order.
+
+    Fills the s.post_* slots and s.order (rarest first), u.n_tokens and u.rest.
     """
-    cdef int F = Q.F, f, g, d = 0
-    cdef int64_t t, m, ntok, p, p0, j, r, nt = 0, nc, cost, best_cost = -1
-    cdef int64_t q, rem, c, z, e, qa, qb, pos, x, rz, best_c = 0, best_r = -1, unc = 0
-    cdef int64_t qsz[8]
-    cdef uint64_t qsig[8 * SIGW]
-    cdef const int64_t* rec
-    cdef uint32_t* state = s.state
-    cdef uint32_t w, fl
+    cdef const Coll* Q = T.Q
+    cdef const Index* X = T.X
+    cdef int64_t t, vid, n = 0
+    u.rest = 0
+    for t in range(Q.ip[f * (Q.n + 1) + u.qi], Q.ip[f * (Q.n + 1) + u.qi + 1]):
+        vid = vocab_lookup(X, f, Q.h[t])
+        if vid >= 0:
+            s.post_start[n] = X.pptr[vid]
+            s.post_end[n] = X.pptr[vid + 1]
+            s.qcount[n] = Q.c[t] if Q.c != NULL else 1
+            s.post_maxe[n] = X.maxe[vid]
+            s.post_vid[n] = vid
+            u.rest += s.qcount[n]
+            s.order[n] = (<uint64_t>X.rank[vid] << QUERY_TOKEN_BITS) | <uint64_t>n
+            n += 1
+    sort_u64(s.order, n)
+    u.n_tokens = n
+
+
+cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
+                              int64_t q) noexcept nogil:
+    """Entries the scan of the loaded field would read at the floor threshold.
+
+    Tokens past the query prefix and sizes outside the length window are not
+    read (see count_postings); with a floor of 0 this is every posting entry.
+    """
+    cdef double floor = T.floor_score, cut = T.floor_score * (1.0 - 1e-12)
+    cdef int64_t rest = u.rest, cost = 0, m, t, x, zlo, zhi
+    size_window(q, cut, &zlo, &zhi)
+    for m in range(u.n_tokens):
+        if floor > 0.0 and dice(rest, q, rest) < floor:
+            break
+        t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
+        x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
+        if 2.0 * <double>x >= cut * <double>(q + x):
+            cost += window_entries(T.X, s.post_vid[t], zlo, zhi)
+        rest -= s.qcount[t]
+    return cost
+
+
+cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nogil:
+    """Drive with the field whose scan reads the fewest entries; load its tokens.
+
+    False when some field's scan would read nothing: then no reference can
+    reach the floor (with a floor of 0: no reference shares a token in it).
+    """
+    cdef int f, last = T.Q.F - 1
+    cdef int64_t cost, best_cost = -1
+    for f in range(T.Q.F):
+        load_tokens(T, u, s, f)
+        cost = scan_cost(T, u, s, u.sizes[f])
+        u.costs[f] = cost
+        if cost == 0:
+            return False
+        if best_cost < 0 or cost < best_cost:
+            best_cost = cost
+            u.driver = f
+    if u.driver != last:
+        load_tokens(T, u, s, u.driver)
+    u.size = u.sizes[u.driver]
+    return True
+
+
+cdef inline void mark_done(Query* u, Scratch* s, int64_t r) noexcept nogil:
+    s.state[r] = FLAG_DONE
+    s.touched[u.n_touched] = <int32_t>r
+    s.tz[u.n_touched] = 0
+    u.n_touched += 1
+
+
+cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept nogil:
+    """Top-k: rule the query itself out, and try the previous query's neighbour first.
+
+    Consecutive queries are often consecutive samples of one dialogue, whose
+    best matches are consecutive references too; verifying the reference after
+    the previous query's best match first can only raise the threshold early
+    (it never changes a result).
+    """
+    cdef int64_t qi = u.qi, r
+    if T.mode != MODE_TOPK:
+        return
+    if T.exclude and qi < T.R.n:
+        mark_done(u, s, qi)   # reset with the other touched references
+    if s.prev_q == qi - 1 and s.prev_best >= 0:
+        r = s.prev_best + 1
+        if r < T.R.n and s.state[r] == 0 and not (T.exclude and r == qi):
+            mark_done(u, s, r)
+            verify_now(T, u, s, r)
+
+
+ctypedef struct Walk:
+    # a cursor over the entries of one posting that pass the size window and
+    # the positional filter (see walk_next)
+    const Index* X
+    int64_t p            # the next entry to look at
+    int64_t end          # the end of its size group (grouped) or of the posting
+    int64_t g            # grouped postings: the current size group, and the last + 1
+    int64_t g_end
+    int64_t post_end
+    int64_t zlo          # the size window
+    int64_t zhi
+    int64_t q            # the query's size and its mass from this token on
+    int64_t rest
+    double cut
+    double need          # grouped: cut * (q + z) of the current group
+    bint grouped
+    bint cut_short       # some entry in the window failed the positional filter
+    int64_t n_read       # entries looked at
+
+
+cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int64_t rest,
+                            double cut) noexcept nogil:
+    w.X = X
+    w.q = q
+    w.rest = rest
+    w.cut = cut
+    w.cut_short = False
+    w.n_read = 0
+    w.post_end = X.pptr[vid + 1]
+    size_window(q, cut, &w.zlo, &w.zhi)
+    w.g = X.gptr[vid]
+    w.g_end = X.gptr[vid + 1]
+    w.grouped = w.g_end > w.g
+    if w.grouped:
+        # start "before" the first group in the window: walk_next opens it
+        w.g = lower_bound_i32(X.gsize, w.g, w.g_end, w.zlo) - 1
+        w.p = 0
+        w.end = 0
+    else:
+        w.p = X.pptr[vid]
+        w.end = w.post_end
+
+
+cdef inline int64_t walk_next(Walk* w) noexcept nogil:
+    """The next entry that passes the size window and 2*min(e, rest) >= cut*(q + z), or -1.
+
+    Entries are sorted by size, then by e descending: in a size group the
+    first entry that fails the positional filter ends the group.  Long
+    postings jump from group to group through their directory; short ones
+    are read entry by entry.
+    """
+    cdef const int32_t* psize = w.X.psize
+    cdef const int32_t* psuf = w.X.psuf
+    cdef int64_t e, z
+    if w.grouped:
+        while True:
+            if w.p < w.end:
+                w.n_read += 1
+                e = psuf[w.p]
+                if 2.0 * <double>(e if e < w.rest else w.rest) >= w.need:
+                    w.p += 1
+                    return w.p - 1
+                w.cut_short = True
+            w.g += 1
+            if w.g >= w.g_end:
+                return -1
+            z = w.X.gsize[w.g]
+            if z > w.zhi:
+                return -1
+            w.p = w.X.gstart[w.g]
+            w.end = w.X.gstart[w.g + 1] if w.g + 1 < w.g_end else w.post_end
+            w.need = w.cut * <double>(w.q + z)
+    while w.p < w.end:
+        z = psize[w.p]
+        if z > w.zhi:
+            return -1
+        w.p += 1
+        if z < w.zlo:
+            continue
+        w.n_read += 1
+        e = psuf[w.p - 1]
+        if 2.0 * <double>(e if e < w.rest else w.rest) >= w.cut * <double>(w.q + z):
+            return w.p - 1
+        w.cut_short = True
+    return -1
+
+
+cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
+                              double cut) noexcept nogil:
+    """Count driver token t's entries that can matter; admit new candidates.
+
+    Only the entries that pass the size window and the positional filter are
+    read (walk_next).  An entry that fails the positional filter now failed
+    it at every later token too (e and rest only shrink, the cut only
+    rises).  So the entries read for one reference are the first ones it
+    shares with the query, and the bound stored when its last entry was read
+    covers every later token: count + skipped + min(its mass after the
+    token, the query's).
+    """
+    cdef const Index* X = T.X
     cdef const int32_t* pref = X.pref
     cdef const int32_t* psize = X.psize
     cdef const int32_t* psuf = X.psuf
     cdef const uint32_t* pcnt = X.pcnt
+    cdef uint32_t* state = s.state
+    cdef int32_t* bound = s.bound
     cdef int32_t* touched = s.touched
     cdef int32_t* tz = s.tz
-    cdef int64_t pend
-    cdef bint upper = exclude and mode == MODE_JOIN
-    cdef bint ok
-    cdef uint32_t qcount, add
-    cdef double thr, sc, cut
-    cdef uint64_t key
-    s.nk = 0
-    # an empty field gives R = 0 against everything
-    for f in range(F):
-        qsz[f] = Q.sz[f * Q.n + qi]
-        if qsz[f] == 0:
-            return
-        qa = Q.ip[f * (Q.n + 1) + qi]
-        row_signature(Q.h + qa, Q.ip[f * (Q.n + 1) + qi + 1] - qa, qsig + SIGW * f)
-    # 1. exact duplicate: score 1.0 at the lowest identical reference
-    if mode == MODE_TOPK and k == 1 and X.nfp > 0:
-        key = Q.fp[qi]
-        p = lower_bound_u64(X.fps, 0, X.nfp, key)
-        while p < X.nfp and X.fps[p] == key:
-            r = X.fpi[p]
-            p += 1
-            if exclude and r == qi:
-                continue
-            if rows_identical(Q, qi, R, r):
-                s.ks[0] = 1.0
-                s.ki[0] = r
-                s.nk = 1
-                return
-    # 2. driver field: the one whose query tokens have the shortest postings
-    for f in range(F):
-        qa = Q.ip[f * (Q.n + 1) + qi]
-        qb = Q.ip[f * (Q.n + 1) + qi + 1]
-        cost = 0
-        for t in range(qa, qb):
-            pos = vocab_lookup(X, f, Q.h[t])
-            if pos >= 0:
-                cost += X.pptr[pos + 1] - X.pptr[pos]
-        if cost == 0:
-            return  # no reference shares a token in this field: every score is 0
-        if best_cost < 0 or cost < best_cost:
-            best_cost = cost
-            d = f
-    qa = Q.ip[d * (Q.n + 1) + qi]
-    qb = Q.ip[d * (Q.n + 1) + qi + 1]
-    ntok = 0
-    rem = 0
-    for t in range(qa, qb):
-        pos = vocab_lookup(X, d, Q.h[t])
-        if pos >= 0:
-            s.ps[ntok] = X.pptr[pos]
-            s.pe[ntok] = X.pptr[pos + 1]
-            s.qc[ntok] = Q.c[t] if Q.c != NULL else 1
-            s.me[ntok] = X.maxe[pos]
-            rem += s.qc[ntok]
-            # the index's rank order (document frequency, then hash)
-            s.order[ntok] = (<uint64_t>X.rank[pos] << 24) | <uint64_t>ntok
-            ntok += 1
-    sort_u64(s.order, ntok)
-    q = qsz[d]
-    if exclude and mode == MODE_TOPK and qi < R.n:
-        # the query itself is never a candidate (marked done, reset with the rest)
-        state[qi] = FLAG_DONE
-        s.touched[nt] = <int32_t>qi
-        s.tz[nt] = 0
-        nt += 1
-    # a hint: consecutive queries are often consecutive samples of one dialogue,
-    # whose best matches are consecutive references too; verifying the
-    # reference after the previous query's best match first can only raise the
-    # threshold early (it never changes a result)
-    if mode == MODE_TOPK and s.prev_q == qi - 1 and s.prev_best >= 0:
-        r = s.prev_best + 1
-        if r < R.n and state[r] == 0 and not (exclude and r == qi):
-            state[r] = FLAG_DONE
-            s.touched[nt] = <int32_t>r
-            s.tz[nt] = 0
-            nt += 1
-            s.n_verify += 1
-            sc = exact_score(Q, qi, R, r, -1, 0)
-            if sc > 0.0 and sc >= floor_score:
-                topk_insert(s, k, sc, r)
-    # 3. count every candidate's entries; admit new references where they can win
-    for m in range(ntok):
-        thr = current_threshold(s, k, floor_score)
-        if thr > 0.0 and dice(rem, q, rem) < thr:
+    cdef int64_t skipped = u.skipped, qi = u.qi
+    cdef int64_t qcount = s.qcount[t], after = u.rest - s.qcount[t]
+    cdef int64_t p, r, count, gain, ref_count
+    cdef int64_t n_touched = u.n_touched, best_count = u.best_count, best_ref = u.best_ref
+    cdef uint32_t w, add
+    cdef bint upper = T.exclude and T.mode == MODE_JOIN
+    cdef Walk walk
+    walk_start(&walk, X, s.post_vid[t], u.size, u.rest, cut)
+    while True:
+        p = walk_next(&walk)
+        if p < 0:
+            break
+        r = pref[p]
+        if upper and r <= qi:
+            continue
+        w = state[r]
+        ref_count = pcnt[p] if pcnt != NULL else 1
+        add = <uint32_t>(ref_count if ref_count < qcount else qcount)
+        gain = psuf[p] - ref_count
+        if gain > after:
+            gain = after
+        if (w >> COUNT_BITS) == 1:
+            w += add
+            state[r] = w
+            count = w & COUNT_MASK
+            bound[r] = <int32_t>(count + skipped + gain)
+            if count > best_count:
+                best_count = count
+                best_ref = r
+        elif w == 0:
+            state[r] = FLAG_CANDIDATE | add
+            bound[r] = <int32_t>(add + skipped + gain)
+            touched[n_touched] = <int32_t>r
+            tz[n_touched] = psize[p]
+            n_touched += 1
+            if add > best_count:
+                best_count = add
+                best_ref = r
+    s.n_post += walk.n_read
+    if walk.cut_short:
+        u.partial += qcount
+    u.n_touched = n_touched
+    u.best_count = best_count
+    u.best_ref = best_ref
+
+
+cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept nogil:
+    """Visit the driver tokens rarest first while a new reference can still win."""
+    cdef int64_t m, t, x, qcount
+    cdef double thr, cut
+    for m in range(u.n_tokens):
+        thr = current_threshold(s, T.k, T.floor_score)
+        if thr > 0.0 and dice(u.rest, u.size, u.rest) < thr:
             break  # query prefix exhausted: no new reference can reach the threshold
         cut = thr * (1.0 - 1e-12)
-        t = <int64_t>(s.order[m] & 0xFFFFFF)
-        qcount = s.qc[t]
-        x = s.me[t] if s.me[t] < rem else rem
-        if 2.0 * <double>x < cut * <double>(q + x):
-            # no entry of this posting can be admitted: leave it uncounted and
+        t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
+        qcount = s.qcount[t]
+        x = s.post_maxe[t] if s.post_maxe[t] < u.rest else u.rest
+        if 2.0 * <double>x < cut * <double>(u.size + x):
+            # no entry of this posting can be admitted: leave it unread and
             # let its mass widen every candidate's bound instead
-            unc += qcount
-            rem -= qcount
+            u.skipped += qcount
+            u.rest -= qcount
             continue
-        if mode == MODE_TOPK and s.pe[t] - s.ps[t] > 2 * (nt + 64):
+        if T.mode == MODE_TOPK and s.post_end[t] - s.post_start[t] > 2 * (u.n_touched + 64):
             # a long posting comes: verify the best few partial matches first,
             # so the threshold that filters its admissions is as high as it can be
-            verify_top_partials(Q, qi, R, s, nt, k, floor_score)
-            thr = current_threshold(s, k, floor_score)
-            if thr > 0.0 and dice(rem, q, rem) < thr:
+            verify_top_partials(T, u, s)
+            thr = current_threshold(s, T.k, T.floor_score)
+            if thr > 0.0 and dice(u.rest, u.size, u.rest) < thr:
                 break
             cut = thr * (1.0 - 1e-12)
-        p0 = s.ps[t]
-        if upper:
-            p0 = lower_bound_i32(pref, p0, s.pe[t], qi + 1)
-        s.n_post += s.pe[t] - p0
-        pend = s.pe[t]
-        if pcnt == NULL:
-            # sets: every entry adds 1 (the hot loop; pointers held in locals)
-            for p in range(p0, pend):
-                r = pref[p]
-                w = state[r]
-                if (w >> 30) == 1:
-                    w += 1
-                    state[r] = w
-                    if <int64_t>(w & COUNT_MASK) > best_c:
-                        best_c = w & COUNT_MASK
-                        best_r = r
-                    continue
-                if w != 0:
-                    continue
-                e = psuf[p]
-                z = psize[p]
-                x = e if e < rem else rem
-                if 2.0 * <double>x < cut * <double>(q + z):
-                    continue
-                touched[nt] = <int32_t>r
-                tz[nt] = <int32_t>z
-                nt += 1
-                state[r] = FLAG_CANDIDATE | 1
-                if best_c < 1:
-                    best_c = 1
-                    best_r = r
-        else:
-            for p in range(p0, pend):
-                r = pref[p]
-                w = state[r]
-                add = pcnt[p] if pcnt[p] < qcount else qcount
-                if (w >> 30) == 1:
-                    w += add
-                    state[r] = w
-                    if <int64_t>(w & COUNT_MASK) > best_c:
-                        best_c = w & COUNT_MASK
-                        best_r = r
-                    continue
-                if w != 0:
-                    continue
-                e = psuf[p]
-                z = psize[p]
-                x = e if e < rem else rem
-                if 2.0 * <double>x < cut * <double>(q + z):
-                    continue
-                touched[nt] = <int32_t>r
-                tz[nt] = <int32_t>z
-                nt += 1
-                state[r] = FLAG_CANDIDATE | add
-                if add > best_c:
-                    best_c = add
-                    best_r = r
-        rem -= qcount
-        if mode == MODE_TOPK and best_r >= 0 and (state[best_r] >> 30) == 1:
+        scan_posting(T, u, s, t, cut)
+        u.rest -= qcount
+        if (T.mode == MODE_TOPK and u.best_ref >= 0
+                and (s.state[u.best_ref] >> COUNT_BITS) == 1):
             # verify the best partial match now: raises the threshold early
-            state[best_r] = FLAG_DONE
-            best_c = 0
-            s.n_verify += 1
-            sc = exact_score(Q, qi, R, best_r, -1, 0)
-            if sc > 0.0 and sc >= floor_score:
-                topk_insert(s, k, sc, best_r)
-    # 4. bound, verify and reset the candidates, best bound first: candidates
-    #    are bucketed by their intersection bound u, so the running threshold
-    #    rises early and whole buckets below it are never looked at
-    s.n_touch += nt
+            verify_now(T, u, s, u.best_ref)
+            u.best_count = 0
+
+
+cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
+                               uint8_t stage) noexcept nogil:
+    """Advance the candidates that the loaded field's scan admits from stage to stage + 1.
+
+    The same walk as count_postings and scan_posting (query prefix, size
+    window, positional filter), reading only: a reference whose Dice ratio in
+    this field can reach the cut has an entry that passes every filter (the
+    first token it shares with the query), so a candidate the walk never
+    meets cannot reach the threshold and is dropped.
+    """
+    cdef const int32_t* pref = T.X.pref
+    cdef const uint32_t* state = s.state
+    cdef uint8_t* fields_hit = s.fields_hit
+    cdef double thr = current_threshold(s, T.k, T.floor_score)
+    cdef double cut = thr * (1.0 - 1e-12)
+    cdef int64_t rest = v.rest, m, t, x, p, r
+    cdef Walk walk
+    for m in range(v.n_tokens):
+        if thr > 0.0 and dice(rest, q, rest) < thr:
+            break
+        t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
+        x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
+        if 2.0 * <double>x >= cut * <double>(q + x):
+            walk_start(&walk, T.X, s.post_vid[t], q, rest, cut)
+            while True:
+                p = walk_next(&walk)
+                if p < 0:
+                    break
+                r = pref[p]
+                if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:
+                    fields_hit[r] = stage + 1
+            s.n_post += walk.n_read
+        rest -= s.qcount[t]
+
+
+cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noexcept nogil:
+    """Drop the candidates that another field's scan would not admit.
+
+    The ratio is the minimum over fields, so a match passes every field's
+    filters.  Reading a field's prefix postings costs a few nanoseconds an
+    entry; a candidate that goes on to verification costs a random read of
+    its records, so a field is used when its scan is short against the
+    candidates it can rule out.
+    """
+    cdef Query v
+    cdef int f
+    if T.Q.F == 1 or u.n_touched == 0:
+        return
+    for f in range(T.Q.F):
+        if f == u.driver or u.costs[f] > FILTER_ENTRIES_PER_CANDIDATE * u.n_touched:
+            continue
+        v = u[0]
+        load_tokens(T, &v, s, f)
+        mark_admitted(T, &v, s, u.sizes[f], <uint8_t>u.n_filters)
+        u.n_filters += 1
+
+
+cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s) noexcept nogil:
+    """Bound every candidate, drop the hopeless, sort the rest by bound (descending).
+
+    A candidate's intersection is at most its stored bound, and at most its
+    count plus every query mass it may have missed (tokens not visited,
+    skipped whole, or read in part).  Counting sort by bound into
+    s.sorted*; every touched reference's state is reset here.
+    """
+    cdef uint32_t* state = s.state
+    cdef int64_t q = u.size, missed = u.rest + u.skipped + u.partial
+    cdef int64_t j, r, c, z, x, pos, n = 0
+    cdef uint32_t w
+    cdef uint8_t hit
+    cdef double cut = running_cut(s, T)
+    s.n_touch += u.n_touched
     for x in range(q + 1):
         s.bucket[x] = 0
-    nc = 0
-    thr = current_threshold(s, k, floor_score)
-    cut = thr * (1.0 - 1e-12)
-    for j in range(nt):
+    for j in range(u.n_touched):
         r = s.touched[j]
         w = state[r]
         state[r] = 0
-        if (w >> 30) == 1:
-            c = (w & COUNT_MASK) + rem + unc
-            z = s.tz[j]
-            if c > z:
-                c = z
-            if c > q:
-                c = q
-            if 2.0 * <double>c < cut * <double>(q + z):
-                continue  # cannot reach the threshold any more
-            s.tz[nc] = <int32_t>z
-            s.touched[nc] = <int32_t>r
-            s.ubound[nc] = <int32_t>c
-            s.bucket[c] += 1
-            s.exact[nc] = <int32_t>(w & COUNT_MASK)
-            nc += 1
+        hit = s.fields_hit[r]
+        s.fields_hit[r] = 0
+        if (w >> COUNT_BITS) != 1 or hit != u.n_filters:
+            continue
+        c = (w & COUNT_MASK) + missed
+        if c > s.bound[r]:
+            c = s.bound[r]
+        z = s.tz[j]
+        if c > z:
+            c = z
+        if c > q:
+            c = q
+        if 2.0 * <double>c < cut * <double>(q + z):
+            continue  # cannot reach the threshold any more
+        s.tz[n] = <int32_t>z
+        s.touched[n] = <int32_t>r
+        s.ubound[n] = <int32_t>c
+        s.exact[n] = <int32_t>(w & COUNT_MASK)
+        s.bucket[c] += 1
+        n += 1
     pos = 0
     for x in range(q, -1, -1):
         c = s.bucket[x]
         s.bucket[x] = pos
         pos += c
-    for j in range(nc):
+    for j in range(n):
         c = s.ubound[j]
-        s.sorted[s.bucket[c]] = s.touched[j]
-        s.sorted_u[s.bucket[c]] = <int32_t>c
-        s.sorted_c[s.bucket[c]] = s.exact[j]
-        s.sorted_z[s.bucket[c]] = s.tz[j]
+        pos = s.bucket[c]
+        s.sorted[pos] = s.touched[j]
+        s.sorted_u[pos] = <int32_t>c
+        s.sorted_c[pos] = s.exact[j]
+        s.sorted_z[pos] = s.tz[j]
         s.bucket[c] += 1
-    thr = current_threshold(s, k, floor_score)
-    cut = thr * (1.0 - 1e-12)
-    for j in range(nc):
-        # the records and rows of the next candidates are random reads: ask
-        # for them ahead of time
-        if j + 16 < nc:
-            overlap_prefetch(X.rrec + REC * F * s.sorted[j + 16])
-        if j + 8 < nc:
+    return n
+
+
+cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t n,
+                                   PairBuf* pairs) noexcept nogil:
+    """Verify the bucketed candidates, best bound first, until no bound can reach."""
+    cdef const Index* X = T.X
+    cdef const int64_t* rec
+    cdef int F = T.Q.F, f
+    cdef int64_t j, r, c, z, q = u.size
+    cdef double cut = running_cut(s, T), sc
+    # the driver field's count is exact when every posting was read whole
+    cdef bint counts_exact = u.rest == 0 and u.skipped == 0 and u.partial == 0
+    for j in range(n):
+        # the records of the next candidates are random reads: ask for them
+        # ahead of time (most candidates stop at their records' signatures,
+        # so their rows are not fetched)
+        if j + 8 < n:
             rec = X.rrec + REC * F * s.sorted[j + 8]
-            for f in range(F):
-                overlap_prefetch(R.h + rec[REC * f + 1])
+            overlap_prefetch(rec)
+            overlap_prefetch(rec + REC * F - 1)
         r = s.sorted[j]
         c = s.sorted_u[j]
         if 2.0 * <double>c < cut * <double>(q + c):
@@ -831,21 +1154,125 @@ cdef void search_one(const Coll* Q, int64_t qi, const Coll* R, const Index* X, i
         z = s.sorted_z[j]
         if 2.0 * <double>c < cut * <double>(q + z):
             continue
-        if not signatures_reach(X, r, F, qsz, qsig, cut):
+        if not signatures_reach(X, r, F, u.sizes, u.sigs, cut):
             continue
         s.n_verify += 1
-        if rem == 0 and unc == 0:
-            sc = bounded_score(Q, qi, R, X, r, cut, d, s.sorted_c[j])
+        if counts_exact:
+            sc = bounded_score(T.Q, u.qi, T.R, X, r, cut, u.driver, s.sorted_c[j])
         else:
-            sc = bounded_score(Q, qi, R, X, r, cut, -1, 0)
-        if sc <= 0.0 or sc < floor_score:
+            sc = bounded_score(T.Q, u.qi, T.R, X, r, cut, -1, 0)
+        if sc <= 0.0 or sc < T.floor_score:
             continue
-        if mode == MODE_TOPK:
-            topk_insert(s, k, sc, r)
-            thr = current_threshold(s, k, floor_score)
-            cut = thr * (1.0 - 1e-12)
-        elif push_pair(pairs, qi, r, sc) != 0:
+        if T.mode == MODE_TOPK:
+            topk_insert(s, T.k, sc, r)
+            cut = running_cut(s, T)
+        elif push_pair(pairs, u.qi, r, sc) != 0:
             pairs.failed = 1
+
+
+cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noexcept nogil:
+    """Handle one query: fills s.ks/s.ki (top-k) or appends to ``pairs`` (join).
+
+    ``T.exclude`` skips reference qi (top-k, all-vs-rest) or every reference
+    <= qi (join, self-join upper triangle).  Per-reference state is one
+    uint32: the count in the low COUNT_BITS bits and a flag in the top two
+    (0 unseen, 1 candidate, 2 done).
+    """
+    cdef Query u
+    cdef int64_t n
+    s.nk = 0
+    if not prepare_query(T, qi, &u):
+        return
+    if T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and exact_duplicate(T, &u, s):
+        return
+    if not choose_driver(T, &u, s):
+        return
+    seed_candidates(T, &u, s)
+    count_postings(T, &u, s)
+    filter_by_other_fields(T, &u, s)
+    n = bucket_candidates(T, &u, s)
+    verify_candidates(T, &u, s, n, pairs)
+
+
+# ---------------------------------------------------------------- scratch and the parallel loop
+
+cdef Scratch* scratch_new(int64_t n_refs, int64_t max_query, int64_t max_mass,
+                          int k) noexcept nogil:
+    """One thread's scratch, or NULL when memory runs out (nothing leaks)."""
+    cdef Scratch* s = <Scratch*>calloc(1, sizeof(Scratch))
+    if s == NULL:
+        return NULL
+    n_refs = n_refs if n_refs > 0 else 1
+    max_query = max_query if max_query > 0 else 1
+    max_mass = max_mass if max_mass > 0 else 1
+    s.state = <uint32_t*>calloc(n_refs, sizeof(uint32_t))
+    s.bound = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.fields_hit = <uint8_t*>calloc(n_refs, sizeof(uint8_t))
+    s.touched = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.tz = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.exact = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.ubound = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.sorted = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.sorted_u = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.sorted_c = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.sorted_z = <int32_t*>malloc(n_refs * sizeof(int32_t))
+    s.bucket = <int64_t*>malloc((max_mass + 2) * sizeof(int64_t))
+    s.post_start = <int64_t*>malloc(max_query * sizeof(int64_t))
+    s.post_end = <int64_t*>malloc(max_query * sizeof(int64_t))
+    s.post_maxe = <int32_t*>malloc(max_query * sizeof(int32_t))
+    s.post_vid = <int64_t*>malloc(max_query * sizeof(int64_t))
+    s.qcount = <uint32_t*>malloc(max_query * sizeof(uint32_t))
+    s.order = <uint64_t*>malloc(max_query * sizeof(uint64_t))
+    s.ks = <double*>malloc(k * sizeof(double))
+    s.ki = <int64_t*>malloc(k * sizeof(int64_t))
+    s.prev_q = -2
+    s.prev_best = -1
+    if (s.state == NULL or s.bound == NULL or s.fields_hit == NULL or s.touched == NULL or s.tz == NULL
+            or s.exact == NULL or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
+            or s.sorted_c == NULL or s.sorted_z == NULL or s.bucket == NULL
+            or s.post_start == NULL or s.post_end == NULL or s.post_maxe == NULL or s.post_vid == NULL
+            or s.qcount == NULL or s.order == NULL or s.ks == NULL or s.ki == NULL):
+        scratch_free(s)
+        return NULL
+    return s
+
+
+cdef void scratch_free(Scratch* s) noexcept nogil:
+    if s == NULL:
+        return
+    free(s.state)
+    free(s.bound)
+    free(s.fields_hit)
+    free(s.touched)
+    free(s.tz)
+    free(s.exact)
+    free(s.ubound)
+    free(s.sorted)
+    free(s.sorted_u)
+    free(s.sorted_c)
+    free(s.sorted_z)
+    free(s.bucket)
+    free(s.post_start)
+    free(s.post_end)
+    free(s.post_maxe)
+    free(s.post_vid)
+    free(s.qcount)
+    free(s.order)
+    free(s.ks)
+    free(s.ki)
+    free(s)
+
+
+cdef inline void write_top_k(Scratch* s, int64_t qi, int k, double* out_s,
+                             int64_t* out_i) noexcept nogil:
+    cdef int e
+    for e in range(k):
+        if e < s.nk:
+            out_s[qi * k + e] = s.ks[e]
+            out_i[qi * k + e] = s.ki[e]
+        else:
+            out_s[qi * k + e] = 0.0
+            out_i[qi * k + e] = -1
 
 
 cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start,
@@ -853,85 +1280,37 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                      int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
                      int64_t* out_i, PairBuf* bufs, int64_t* stats) noexcept nogil:
     """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
-    cdef int64_t qi, e
-    cdef int tid, failed = 0
-    cdef Scratch* s
-    cdef int64_t nref = R.n if R.n > 0 else 1
-    cdef int64_t rowcap = (max_row if max_row > 0 else 1) * Q.F
-    cdef int64_t maxmass = max_mass if max_mass > 0 else 1
-    s = NULL
-    tid = 0
+    cdef Task T
+    cdef int64_t qi
+    cdef int tid = 0, failed = 0
+    cdef Scratch* s = NULL
+    T.Q = Q
+    T.R = R
+    T.X = X
+    T.mode = mode
+    T.k = k
+    T.floor_score = floor_score
+    T.exclude = exclude
+    T.max_query = (max_row if max_row > 0 else 1) * Q.F
     with parallel(num_threads=n_threads):
-        s = <Scratch*>calloc(1, sizeof(Scratch))
-        if s != NULL:
-            s.state = <uint32_t*>calloc(nref, sizeof(uint32_t))
-            s.exact = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.tz = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.sorted_z = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.sorted_c = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.fld = <int32_t*>malloc(rowcap * sizeof(int32_t))
-            s.me = <int32_t*>malloc(rowcap * sizeof(int32_t))
-            s.touched = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.ubound = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.sorted = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.sorted_u = <int32_t*>malloc(nref * sizeof(int32_t))
-            s.bucket = <int64_t*>malloc((maxmass + 2) * sizeof(int64_t))
-            s.ps = <int64_t*>malloc(rowcap * sizeof(int64_t))
-            s.pe = <int64_t*>malloc(rowcap * sizeof(int64_t))
-            s.qc = <uint32_t*>malloc(rowcap * sizeof(uint32_t))
-            s.order = <uint64_t*>malloc(rowcap * sizeof(uint64_t))
-            s.ks = <double*>malloc(k * sizeof(double))
-            s.ki = <int64_t*>malloc(k * sizeof(int64_t))
-            s.prev_q = -2
-            s.prev_best = -1
+        s = scratch_new(R.n, T.max_query, max_mass, k)
         tid = omp_get_thread_num()
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=16):
-                if (s == NULL or s.state == NULL or s.touched == NULL or s.fld == NULL
-                        or s.me == NULL
-                        or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
-                        or s.bucket == NULL or s.exact == NULL or s.sorted_c == NULL
-                        or s.tz == NULL or s.sorted_z == NULL
-                        or s.ps == NULL or s.pe == NULL or s.qc == NULL or s.order == NULL
-                        or s.ks == NULL or s.ki == NULL):
+                if s == NULL:
                     failed += 1
                     continue
-                search_one(Q, qi, R, X, mode, k, floor_score, exclude, s,
-                           &bufs[tid] if mode == MODE_JOIN else NULL)
+                search_one(&T, qi, s, &bufs[tid] if mode == MODE_JOIN else NULL)
                 s.prev_q = qi
                 s.prev_best = s.ki[0] if s.nk > 0 else -1
                 if mode == MODE_TOPK:
-                    for e in range(k):
-                        if e < s.nk:
-                            out_s[qi * k + e] = s.ks[e]
-                            out_i[qi * k + e] = s.ki[e]
-                        else:
-                            out_s[qi * k + e] = 0.0
-                            out_i[qi * k + e] = -1
+                    write_top_k(s, qi, k, out_s, out_i)
         finally:
             if s != NULL:
                 stats[3 * tid] += s.n_post
                 stats[3 * tid + 1] += s.n_touch
                 stats[3 * tid + 2] += s.n_verify
-                free(s.state)
-                free(s.fld)
-                free(s.me)
-                free(s.ubound)
-                free(s.sorted)
-                free(s.sorted_u)
-                free(s.bucket)
-                free(s.exact)
-                free(s.sorted_c)
-                free(s.tz)
-                free(s.sorted_z)
-                free(s.touched)
-                free(s.ps)
-                free(s.pe)
-                free(s.qc)
-                free(s.order)
-                free(s.ks)
-                free(s.ki)
-                free(s)
+            scratch_free(s)
     return 1 if failed else 0
 
 
@@ -1057,7 +1436,124 @@ def build_postings(const int64_t[::1] indptr, const int64_t[::1] inverse,
                 ps[u] = <int32_t>(suf[t] if suf[t] < lim else lim)
                 if multiset:
                     pc[u] = counts[t]
+    sort_postings(ptr, pr, pz, ps, pc if multiset else None, n_threads)
     return pref, psize, psuf, pcnt
+
+
+ctypedef struct PostEntry:
+    int32_t z      # reference size
+    int32_t e      # reference mass from the token on
+    int32_t r      # reference id
+    uint32_t c     # reference count of the token (multisets)
+
+
+cdef inline bint entry_before(const PostEntry* a, const PostEntry* b) noexcept nogil:
+    """The scan order: size ascending, then suffix mass descending, then reference."""
+    if a.z != b.z:
+        return a.z < b.z
+    if a.e != b.e:
+        return a.e > b.e
+    return a.r < b.r
+
+
+cdef int cmp_entries(const void* a, const void* b) noexcept nogil:
+    cdef const PostEntry* x = <const PostEntry*>a
+    cdef const PostEntry* y = <const PostEntry*>b
+    if entry_before(x, y):
+        return -1
+    return 1 if entry_before(y, x) else 0
+
+
+cdef inline void sort_entries(PostEntry* buf, int64_t n) noexcept nogil:
+    """Insertion sort for short postings (most are), qsort for the rest."""
+    cdef int64_t i, j
+    cdef PostEntry tmp
+    if n > 16:
+        qsort(buf, n, sizeof(PostEntry), cmp_entries)
+        return
+    for i in range(1, n):
+        tmp = buf[i]
+        j = i - 1
+        while j >= 0 and entry_before(&tmp, &buf[j]):
+            buf[j + 1] = buf[j]
+            j -= 1
+        buf[j + 1] = tmp
+
+
+cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] psize,
+                        int32_t[::1] psuf, uint32_t[::1] pcnt, int n_threads):
+    """Order every posting by (size ascending, suffix mass descending, reference).
+
+    The search reads a size range with a binary search and, inside each size,
+    stops at the first entry the positional filter rejects (see scan_posting).
+    """
+    cdef int64_t V = ptr.shape[0] - 1, v, a, b, i, longest = 1
+    cdef bint bags = pcnt is not None
+    cdef PostEntry* buf
+    cdef int failed = 0
+    for v in range(V):
+        if ptr[v + 1] - ptr[v] > longest:
+            longest = ptr[v + 1] - ptr[v]
+    with nogil, parallel(num_threads=n_threads):
+        buf = <PostEntry*>malloc(longest * sizeof(PostEntry))
+        try:
+            for v in prange(V, schedule="dynamic", chunksize=64):
+                if buf == NULL:
+                    failed += 1
+                    continue
+                a = ptr[v]
+                b = ptr[v + 1]
+                for i in range(b - a):
+                    buf[i].z = psize[a + i]
+                    buf[i].e = psuf[a + i]
+                    buf[i].r = pref[a + i]
+                    buf[i].c = pcnt[a + i] if bags else 0
+                sort_entries(buf, b - a)
+                for i in range(b - a):
+                    psize[a + i] = buf[i].z
+                    psuf[a + i] = buf[i].e
+                    pref[a + i] = buf[i].r
+                    if bags:
+                        pcnt[a + i] = buf[i].c
+        finally:
+            free(buf)
+    if failed:
+        raise MemoryError("overlap index: out of memory")
+
+
+def size_groups(const int64_t[::1] pptr, const int32_t[::1] psize, int64_t min_length):
+    """A directory of the size groups of every posting longer than ``min_length``.
+
+    Postings are sorted by reference size (see sort_postings).  Returns
+    ``(gptr, gsize, gstart)``: posting ``v``'s groups are ``gptr[v]:gptr[v+1]``
+    (none for short postings), group ``g`` holds the entries of size
+    ``gsize[g]`` from ``gstart[g]`` on.
+    """
+    cdef int64_t V = pptr.shape[0] - 1, v, p, g = 0
+    gptr = np.zeros(V + 1, dtype=np.int64)
+    cdef int64_t[::1] gp = gptr
+    with nogil:
+        for v in range(V):
+            if pptr[v + 1] - pptr[v] > min_length:
+                g += 1
+                for p in range(pptr[v] + 1, pptr[v + 1]):
+                    g += psize[p] != psize[p - 1]
+            gp[v + 1] = g
+    gsize = np.empty(g, dtype=np.int32)
+    gstart = np.empty(g, dtype=np.int64)
+    cdef int32_t[::1] gz = gsize
+    cdef int64_t[::1] gs = gstart
+    with nogil:
+        for v in range(V):
+            g = gp[v]
+            if gp[v + 1] == g:
+                continue
+            for p in range(pptr[v], pptr[v + 1]):
+                if p == pptr[v] or psize[p] != psize[p - 1]:
+                    gz[g] = psize[p]
+                    gs[g] = p
+                    g += 1
+    return gptr, gsize, gstart
 
 
 def vocab_table(const uint64_t[::1] hashes):

@@ -13,7 +13,13 @@ from . import _index, _search
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
-from ._validation import MAX_C_INT, MAX_QUERY_TOKENS, check_int, check_unit_interval
+from ._validation import (
+    MAX_C_INT,
+    MAX_QUERY_TOKENS,
+    MAX_ROW_MASS,
+    check_int,
+    check_unit_interval,
+)
 from .tokensets import TokenSets
 
 __all__ = [
@@ -283,8 +289,10 @@ class OverlapIndex:
 
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
     """Rows the kernels can hold: ``name`` is the argument they came from."""
-    if max_mass >= 2**30:
-        raise ValueError(f"{name}: a row has {max_mass} tokens; at most 2**30 - 1 are supported")
+    if max_mass > MAX_ROW_MASS:
+        raise ValueError(
+            f"{name}: a row has {max_mass} tokens; at most {MAX_ROW_MASS} are supported"
+        )
     if max_row * n_fields > MAX_QUERY_TOKENS:
         raise ValueError(
             f"{name}: a row holds {max_row} tokens per field; at most "

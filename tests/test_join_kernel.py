@@ -1,0 +1,159 @@
+"""The search kernel's filters, on corpora built to stress them.
+
+The kernel reads, for each query token, only the posting entries whose
+reference size passes the length filter and whose suffix mass passes the
+positional filter; long postings (over 32 entries) are walked through a
+directory of their size groups, and with several fields the other fields'
+scans filter the candidates.  These corpora make every one of those paths
+run: a few tokens sit in more than half of the rows (long postings), sizes
+repeat (big size groups), rows are empty or identical, and scores land
+exactly on the threshold.  Everything is compared with the plain-Python
+definitions, on one and on two threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import _reference as ref
+from overlap import OverlapIndex, TokenSets, dedup, max_overlap, overlap_join
+from overlap import _search
+
+#: Tokens 0-2 are drawn so often that each is in more than half of the rows.
+FREQUENT = st.integers(0, 2)
+token = st.one_of(FREQUENT, FREQUENT, FREQUENT, st.integers(3, 12), st.integers(13, 60))
+dense_row = st.lists(token, max_size=10)
+THRESHOLDS = [0.3, 0.5, 0.6, 2 / 3, 0.75, 0.8, 0.9, 1.0]
+
+
+@st.composite
+def dense_collections(draw, n_fields, min_rows=40, max_rows=80):
+    """Per-field id lists: long postings, repeated sizes, duplicates, empty rows."""
+    n = draw(st.integers(min_rows, max_rows))
+    pool = [draw(dense_row) for _ in range(8)]
+    fields = []
+    for _ in range(n_fields):
+        col = []
+        for _ in range(n):
+            kind = draw(st.integers(0, 5))
+            if kind == 0:
+                col.append(draw(st.sampled_from(pool)))  # identical rows
+            elif kind == 1:
+                col.append([])
+            else:
+                col.append(draw(dense_row))
+        fields.append(col)
+    return fields
+
+
+def build(fields, multiset=False):
+    return [TokenSets.from_ids(col, multiset=multiset) for col in fields]
+
+
+def units(fields, multiset=False):
+    return [tuple(ref.bag(col[i], 1, multiset) for col in fields)
+            for i in range(len(fields[0]))]
+
+
+def triples(res):
+    return list(zip(res.left.tolist(), res.right.tolist(), res.score.tolist()))
+
+
+def test_the_corpora_reach_the_grouped_path():
+    """Postings of the frequent tokens are longer than the directory's cut."""
+    rng = np.random.default_rng(5)
+    rows = [[int(t) for t in rng.integers(0, 3, rng.integers(1, 6))] for _ in range(80)]
+    ts = TokenSets.from_ids(rows)
+    df = np.bincount(np.concatenate([np.unique(r) for r in rows]))
+    assert (df > 40).sum() >= 2  # in more than half of the rows
+    idx = OverlapIndex(ts)
+    gptr = np.asarray(idx._index.groups[0])
+    assert (np.diff(gptr) > 0).sum() >= 2  # those postings have a size directory
+
+
+@settings(max_examples=60)
+@given(st.data(), st.booleans(), st.sampled_from(THRESHOLDS), st.integers(1, 2))
+def test_join_on_dense_corpora(data, multiset, threshold, n_fields):
+    a = data.draw(dense_collections(n_fields))
+    b = data.draw(dense_collections(n_fields, 33, 50))
+    la, lb = build(a, multiset), build(b, multiset)
+    want = ref.join(units(a, multiset), units(b, multiset), threshold)
+    for nt in (1, 2):
+        assert triples(overlap_join(la, lb, threshold=threshold, n_threads=nt)) == want
+    want_self = ref.join(units(a, multiset), None, threshold)
+    for nt in (1, 2):
+        assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want_self
+
+
+@settings(max_examples=60)
+@given(st.data(), st.booleans(), st.integers(1, 3), st.sampled_from([0.0, 0.4, 0.5, 0.8]),
+       st.integers(1, 2))
+def test_max_overlap_on_dense_corpora(data, multiset, top_k, min_score, n_fields):
+    q = data.draw(dense_collections(n_fields, 10, 40))
+    r = data.draw(dense_collections(n_fields))
+    want = ref.max_overlap(units(q, multiset), units(r, multiset), top_k, min_score)
+    ws = np.array([[s for s, _ in row] for row in want], dtype=float).reshape(-1, top_k)
+    wi = np.array([[j for _, j in row] for row in want], dtype=np.int64).reshape(-1, top_k)
+    for nt in (1, 2):
+        res = max_overlap(build(q, multiset), build(r, multiset), top_k=top_k,
+                          min_score=min_score, n_threads=nt)
+        np.testing.assert_array_equal(res.score.reshape(-1, top_k), ws)
+        np.testing.assert_array_equal(res.index.reshape(-1, top_k), wi)
+    rest = ref.max_overlap(units(r, multiset), None, top_k, min_score)
+    res = max_overlap(build(r, multiset), None, top_k=top_k, min_score=min_score)
+    np.testing.assert_array_equal(
+        res.index.reshape(-1, top_k),
+        np.array([[j for _, j in row] for row in rest], dtype=np.int64).reshape(-1, top_k))
+
+
+@settings(max_examples=30)
+@given(st.data(), st.sampled_from([0.5, 0.8, 0.9]))
+def test_dedup_on_dense_corpora(data, threshold):
+    fields = data.draw(dense_collections(1, 40, 70))
+    ts = TokenSets.from_ids(fields[0])
+    want_keep, want_for, want_passes, want_cluster = ref.dedup(units(fields), threshold)
+    for nt in (1, 2):
+        got = dedup(ts, threshold=threshold, n_threads=nt)
+        assert got.keep.tolist() == want_keep
+        assert got.kept_for.tolist() == want_for
+        assert got.passes == want_passes
+        assert got.cluster.tolist() == want_cluster
+
+
+@pytest.mark.parametrize("size", [5, 10, 20])
+def test_pairs_exactly_on_the_threshold_in_long_postings(size):
+    """Many equal-sized rows, each sharing exactly 80% with the query: all kept at 0.8."""
+    keep = int(0.8 * size)
+    query = list(range(size))
+    rows = []
+    for i in range(60):
+        # the query's first `keep` tokens (the frequent ones) plus private tokens
+        rows.append(list(range(keep)) + [1000 + i * size + t for t in range(size - keep)])
+    refs = TokenSets.from_ids(rows)
+    got = overlap_join(TokenSets.from_ids([query]), refs, threshold=0.8)
+    assert got.right.tolist() == list(range(60))
+    assert set(got.score.tolist()) == {2.0 * keep / (2 * size)}
+    above = overlap_join(TokenSets.from_ids([query]), refs,
+                         threshold=float(np.nextafter(0.8, 1.0)))
+    assert len(above) == 0
+    # every pair of rows shares exactly the same `keep` tokens too: all on the threshold
+    everything = rows + [query]
+    self_join = overlap_join(TokenSets.from_ids(everything), threshold=0.8)
+    assert len(self_join) == 61 * 60 // 2
+    assert triples(self_join) == ref.join(units([everything]), None, 0.8)
+    res = max_overlap(TokenSets.from_ids([query]), refs, top_k=3, min_score=0.8)
+    assert res.index.tolist() == [[0, 1, 2]]
+
+
+def test_exported_limits_are_the_ones_python_checks():
+    from overlap import _validation
+
+    assert _validation.MAX_FIELDS == _search.MAX_FIELDS == 8
+    assert _validation.MAX_QUERY_TOKENS == _search.MAX_QUERY_TOKENS == 2**24 - 1
+    assert _search.MAX_ROW_MASS == 2**30 - 1
+    one = TokenSets.from_ids([[1]])
+    with pytest.raises(ValueError, match="at most 8 fields"):
+        max_overlap([one] * 9, [one] * 9)
