@@ -8,7 +8,7 @@ from typing import Union
 
 import numpy as np
 
-from . import _index, _search
+from . import _bitslice_index, _index, _search
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._validation import (
@@ -123,6 +123,7 @@ class OverlapIndex:
         self._coll = _index.collection(self._fields, nt)
         self._index = _index.reference_index(self._fields, self._coll, nt)
         self._max_row = _index.max_row(self._fields)
+        self._bitslice = _bitslice_index.LazyBitslice(self._fields)
 
     def __len__(self) -> int:
         return len(self._fields[0])
@@ -172,6 +173,11 @@ class OverlapIndex:
         def run(start: int, stop: int, threads: int) -> None:
             self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, max_mass,
                               threads, score, index)
+
+        # the bit-sliced kernel where its cost model says it pays (same results)
+        qfields = None if queries is None else as_fields(queries, "queries")
+        run = self._bitslice.top_k_runner(qfields, n, top_k, min_score, exclude, max_row,
+                                          score, index) or run
 
         _run_chunks(run, n, nt, progress, "max_overlap")
         if top_k == 1:
