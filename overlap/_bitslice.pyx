@@ -59,9 +59,12 @@ cdef extern from "_bitslice_simd.h" nogil:
     ctypedef void (*bs_add_rows_fn)(const uint64_t** rows, int n, int64_t w0, int b,
                                     uint64_t* P) noexcept nogil
     int bs_cpu_level() noexcept
+    ctypedef void (*bs_count_ge_fn)(const uint64_t* P, int b, const int64_t* need,
+                                    uint64_t* res) noexcept nogil
     bs_add_rows_fn bs_add_rows_for(int level) noexcept
-    uint64_t bs_count_ge(const uint64_t* P, int b, int j, int64_t c) noexcept
+    bs_count_ge_fn bs_count_ge_for(int level) noexcept
     int64_t bs_count_at(const uint64_t* P, int b, int j, int x) noexcept
+    int64_t bs_narrow_to_max(const uint64_t* P, int b, uint64_t* mask) noexcept
     int bs_ctz(uint64_t x) noexcept
 
 #: 64-bit words per block (one vertical counter covers 64 * BLOCK_WORDS references)
@@ -75,6 +78,14 @@ cdef enum:
     # need() results are cached for sizes below this
     NEED_CACHE = 1024
     MAX_FIELDS = 8
+
+# a need no count reaches: O'Neil's comparison keeps no bit for it
+cdef int64_t IMPOSSIBLE = (<int64_t>1) << 40
+
+
+ctypedef struct Kernels:
+    bs_add_rows_fn add_rows    # frequent rows -> bit-planes of one block
+    bs_count_ge_fn count_ge    # bit-planes -> bits whose count >= need, per word
 
 cdef int _cpu_level = bs_cpu_level()
 cdef int _level = _cpu_level
@@ -141,7 +152,8 @@ ctypedef struct Scratch:
     int32_t* touched         # F * n
     uint64_t* P              # F * BS_MAX_PLANES * BS_BLOCK planes
     uint64_t cand[BS_BLOCK]
-    int64_t need0[BS_BLOCK]
+    uint64_t ge[BS_BLOCK]
+    int64_t need[BS_BLOCK]
     int32_t* ncache          # F * NEED_CACHE
     int64_t* nstamp          # F * NEED_CACHE
     int64_t epoch
@@ -216,11 +228,18 @@ cdef class BitsliceIndex:
             self.last_stats = stats.sum(axis=0)
             return
         cdef int ok = run_queries(&Q, &self.x, start, stop, k, min_score, exclude_self,
-                                  max_row, n_threads, bs_add_rows_for(_level),
+                                  max_row, n_threads, kernels_for(_level),
                                   &out_score[0, 0], &out_index[0, 0], &sv[0, 0])
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap bit-sliced search: out of memory for per-thread scratch")
+
+
+cdef Kernels kernels_for(int level) noexcept:
+    cdef Kernels kern
+    kern.add_rows = bs_add_rows_for(level)
+    kern.count_ge = bs_count_ge_for(level)
+    return kern
 
 
 # ---------------------------------------------------------------- build helper
@@ -402,40 +421,39 @@ cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk) n
     return dice(s.m[0] if s.m[0] < z else z, s.q[0], z)
 
 
-cdef void scan_block(const QColl* Q, int64_t qi, const BIndex* X, int64_t blk, int k,
-                     double floor_score, int64_t self_r, Scratch* s,
-                     bs_add_rows_fn add_rows) noexcept nogil:
+cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
+                     int64_t self_r, Scratch* s, Kernels kern) noexcept nogil:
     """Count, compare and score the references of one block (see module doc)."""
-    cdef int F = X.F, f, j, x
-    cdef int64_t w0 = blk * BS_BLOCK, w, need, min_need = -1, r, c
-    cdef uint64_t any_touch = 0, any_cand = 0, m, tw
+    cdef int F = X.F, f, j
+    cdef int64_t w0 = blk * BS_BLOCK, w, need, min_need = -1, epoch
+    cdef uint64_t any_touch = 0, any_cand = 0
     cdef uint64_t* P
     cdef const uint64_t* twf
-    cdef double sc, d
     # field 0: the need of every word, from its smallest size
     twf = s.tw
     for j in range(BS_BLOCK):
         w = w0 + j
         need = need_for(s, 0, X.wzmin[w])
         if need > s.m[0]:
-            need = -1  # no reference of this word can reach thr in field 0
+            need = IMPOSSIBLE  # no reference of this word reaches thr in field 0
         else:
             any_touch |= twf[w]
             if min_need < 0 or need < min_need:
                 min_need = need
-        s.need0[j] = need
+        s.need[j] = need
     if min_need < 0 or (min_need > s.nd[0] and any_touch == 0):
         return
     s.n_blocks += 1
     P = s.P
     if s.nd[0] > 0:
-        add_rows(s.rows, s.nd[0], w0, s.nb[0], P)
-    for j in range(BS_BLOCK):
-        need = s.need0[j]
-        if need < 0:
+        kern.add_rows(s.rows, s.nd[0], w0, s.nb[0], P)
+        kern.count_ge(P, s.nb[0], s.need, s.cand)
+    else:
+        for j in range(BS_BLOCK):
             s.cand[j] = 0
-            continue
-        s.cand[j] = (bs_count_ge(P, s.nb[0], j, need) if s.nd[0] > 0 else 0) | twf[w0 + j]
+    for j in range(BS_BLOCK):
+        if s.need[j] != IMPOSSIBLE:
+            s.cand[j] |= twf[w0 + j]
         any_cand |= s.cand[j]
     if self_r >= 0 and (self_r >> 6) - w0 >= 0 and (self_r >> 6) - w0 < BS_BLOCK:
         s.cand[(self_r >> 6) - w0] &= ~((<uint64_t>1) << (self_r & 63))
@@ -443,46 +461,86 @@ cdef void scan_block(const QColl* Q, int64_t qi, const BIndex* X, int64_t blk, i
     for f in range(1, F):
         if any_cand == 0:
             return
-        any_cand = 0
-        P = s.P + f * BS_MAX_PLANES * BS_BLOCK
-        twf = s.tw + f * X.nw
         if s.nd[f] > 0:
-            add_rows(s.rows + f * s.rowcap, s.nd[f], w0, s.nb[f], P)
-        for j in range(BS_BLOCK):
-            if s.cand[j] == 0:
-                continue
-            w = w0 + j
-            need = need_for(s, f, X.wzmin[f * X.nw + w])
-            if need > s.m[f]:
-                s.cand[j] = 0
-                continue
-            s.cand[j] &= (bs_count_ge(P, s.nb[f], j, need) if s.nd[f] > 0 else 0) | twf[w]
-            any_cand |= s.cand[j]
+            kern.add_rows(s.rows + f * s.rowcap, s.nd[f], w0, s.nb[f],
+                          s.P + f * BS_MAX_PLANES * BS_BLOCK)
+        any_cand = refilter(X, s, f, w0, kern)
     if any_cand == 0:
         return
-    # score the survivors exactly: planes + rare counts
-    for j in range(BS_BLOCK):
-        m = s.cand[j]
-        while m:
-            x = bs_ctz(m)
-            m &= m - 1
-            r = (w0 + j) * 64 + x
-            s.n_cand += 1
-            sc = 2.0
+    if s.nd[0] > 0:
+        # best first: the survivors with the block's largest field-0 count are
+        # scored before the others, which raises thr and thins the rest
+        epoch = s.epoch
+        for j in range(BS_BLOCK):
+            s.ge[j] = s.cand[j]
+        bs_narrow_to_max(s.P, s.nb[0], s.ge)
+        for j in range(BS_BLOCK):
+            s.cand[j] &= ~s.ge[j]
+            score_bits(X, s, w0, j, s.ge[j], k, floor_score)
+        if s.epoch != epoch:
             for f in range(F):
-                c = s.rc[f * X.n + r]
-                if s.nd[f] > 0:
-                    c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
-                d = dice(c, s.q[f], X.zs[f * X.n + r])
-                if d < sc:
-                    sc = d
-            if sc > 0.0 and sc >= s.thr:
-                topk_insert(s, k, sc, X.order[r])
-                update_threshold(s, k, floor_score)
+                if not refilter(X, s, f, w0, kern):
+                    return
+    for j in range(BS_BLOCK):
+        score_bits(X, s, w0, j, s.cand[j], k, floor_score)
+
+
+cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint64_t m, int k,
+                            double floor_score) noexcept nogil:
+    """Score the references of bits m of word w0 + j exactly: planes + rare counts."""
+    cdef int f, x
+    cdef int64_t r, c
+    cdef double sc, d
+    while m:
+        x = bs_ctz(m)
+        m &= m - 1
+        r = (w0 + j) * 64 + x
+        s.n_cand += 1
+        sc = 2.0
+        for f in range(X.F):
+            c = s.rc[f * X.n + r]
+            if s.nd[f] > 0:
+                c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
+            d = dice(c, s.q[f], X.zs[f * X.n + r])
+            if d < sc:
+                sc = d
+        if sc > 0.0 and sc >= s.thr:
+            topk_insert(s, k, sc, X.order[r])
+            update_threshold(s, k, floor_score)
+
+
+cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern) noexcept nogil:
+    """Drop the candidates of block w0 that field f's count rules out under the new thr.
+
+    The field's planes are those of this block.  False when no candidate is left.
+    """
+    cdef int j
+    cdef int64_t need
+    cdef uint64_t any_cand = 0
+    cdef const uint64_t* twf = s.tw + f * X.nw
+    for j in range(BS_BLOCK):
+        need = IMPOSSIBLE
+        if s.cand[j] != 0:
+            need = need_for(s, f, X.wzmin[f * X.nw + w0 + j])
+            if need > s.m[f]:
+                need = IMPOSSIBLE
+        s.need[j] = need
+    if s.nd[f] > 0:
+        kern.count_ge(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], s.need, s.ge)
+    else:
+        for j in range(BS_BLOCK):
+            s.ge[j] = 0
+    for j in range(BS_BLOCK):
+        if s.need[j] == IMPOSSIBLE:
+            s.cand[j] = 0
+        else:
+            s.cand[j] &= s.ge[j] | twf[w0 + j]
+        any_cand |= s.cand[j]
+    return any_cand != 0
 
 
 cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double floor_score,
-                     bint exclude, Scratch* s, bs_add_rows_fn add_rows) noexcept nogil:
+                     bint exclude, Scratch* s, Kernels kern) noexcept nogil:
     """Top-k of one query into s.ks / s.ki (s.nk entries)."""
     cdef int64_t nblk = X.nw // BS_BLOCK, up, down, lo, hi, mid, self_r = -1
     cdef double bu, bd
@@ -516,18 +574,24 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
                 bd = -1.0
             if bu < 0.0 and bd < 0.0:
                 break
+            if s.nk == k and s.ks[k - 1] >= 1.0:
+                # k identical references found: an equal one has the same sizes
+                # in every field, so it lies in the run being scanned upwards
+                # (renumbered by original index within equal sizes): any later
+                # one has a higher index
+                break
             if bu >= bd:
-                scan_block(Q, qi, X, up, k, floor_score, self_r, s, add_rows)
+                scan_block(X, up, k, floor_score, self_r, s, kern)
                 up += 1
             else:
-                scan_block(Q, qi, X, down, k, floor_score, self_r, s, add_rows)
+                scan_block(X, down, k, floor_score, self_r, s, kern)
                 down -= 1
     reset_query(X, s)
 
 
 cdef int run_queries(const QColl* Q, const BIndex* X, int64_t start, int64_t stop, int k,
                      double floor_score, bint exclude, int64_t max_row, int n_threads,
-                     bs_add_rows_fn add_rows, double* out_s, int64_t* out_i,
+                     Kernels kern, double* out_s, int64_t* out_i,
                      int64_t* stats) noexcept nogil:
     """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
     cdef int64_t qi, e
@@ -559,7 +623,7 @@ cdef int run_queries(const QColl* Q, const BIndex* X, int64_t start, int64_t sto
                         or s.nstamp == NULL or s.ks == NULL or s.ki == NULL):
                     failed += 1
                     continue
-                search_one(Q, qi, X, k, floor_score, exclude, s, add_rows)
+                search_one(Q, qi, X, k, floor_score, exclude, s, kern)
                 for e in range(k):
                     if e < s.nk:
                         out_s[qi * k + e] = s.ks[e]

@@ -26,71 +26,160 @@
 #define BS_LEVEL_AVX2 1
 #define BS_LEVEL_AVX512 2
 
-/* Two rows at a time: a half adder turns them into (sum, carry) words, which
- * enter the counter at planes 0 and 1; the remaining carry ripples up.  One
- * row left over is added on its own.  Counts never exceed 2**b - 1 (the caller
- * sizes b for the number of rows), so the last carry is always zero. */
+#if defined(__GNUC__) || defined(__clang__)
+/* One block as a GCC/Clang vector: the compiler emits whatever the function's
+ * target offers (4 SSE2, 2 AVX2 or 1 AVX-512 instruction per operation).
+ * aligned(8): bitmap rows and scratch are only 8-byte aligned. */
+typedef uint64_t bs_vec __attribute__((vector_size(8 * BS_BLOCK), aligned(8)));
+#define BS_LOAD(p) (*(const bs_vec*)(p))
+#define BS_STORE(p, v) (*(bs_vec*)(p) = (v))
+#define BS_ZERO ((bs_vec){0})
+#define BS_ANY(v) bs_vec_any(v)
+#define BS_VEC_FN static inline __attribute__((always_inline))
+BS_VEC_FN int bs_vec_any(bs_vec v)
+{
+    int j;
+    uint64_t o = 0;
+    for (j = 0; j < BS_BLOCK; j++)
+        o |= v[j];
+    return o != 0;
+}
+#define BS_HAVE_VEC 1
+#else
+#define BS_HAVE_VEC 0
+#endif
+
+#if BS_HAVE_VEC
+/* Add n rows into b planes.  Two rows at a time: a half adder turns them into
+ * a sum and a carry word, which enter the counter at planes 0 and 1 (a full
+ * adder there); the remaining carry ripples up.  A row left over is added on
+ * its own.  The caller sizes b for n rows, so no carry leaves the top plane.
+ * Planes live in a local array (registers or L1) and are stored at the end. */
 #define BS_ADD_ROWS_BODY                                                        \
     {                                                                           \
-        int i, j, t;                                                            \
-        uint64_t c[BS_BLOCK], d[BS_BLOCK];                                      \
-        memset(P, 0, sizeof(uint64_t) * BS_BLOCK * (b > 0 ? b : 1));           \
+        int i, t;                                                               \
+        bs_vec acc[BS_MAX_PLANES];                                              \
+        for (i = 0; i < b; i++)                                                 \
+            acc[i] = BS_ZERO;                                                   \
         for (t = 0; t + 1 < n; t += 2) {                                        \
-            const uint64_t* x = rows[t] + w0;                                   \
-            const uint64_t* y = rows[t + 1] + w0;                               \
-            for (j = 0; j < BS_BLOCK; j++) {                                    \
-                uint64_t s = x[j] ^ y[j];                                       \
-                uint64_t k = x[j] & y[j];                                       \
-                uint64_t p = P[j];                                              \
-                P[j] = p ^ s;                                                   \
-                c[j] = p & s;        /* carry into plane 1 from plane 0 */      \
-                d[j] = k;            /* the pair's own weight-2 bit */          \
-            }                                                                   \
-            /* plane 1: full adder of P1, c, d; carries ripple from plane 2 */  \
-            for (i = 1; i < b; i++) {                                           \
-                uint64_t* Pi = P + (int64_t)i * BS_BLOCK;                       \
-                for (j = 0; j < BS_BLOCK; j++) {                                \
-                    uint64_t p = Pi[j];                                         \
-                    uint64_t u = p ^ c[j];                                      \
-                    Pi[j] = u ^ d[j];                                           \
-                    c[j] = (p & c[j]) | (u & d[j]);                             \
-                    d[j] = 0;                                                   \
-                }                                                               \
+            bs_vec x = BS_LOAD(rows[t] + w0), y = BS_LOAD(rows[t + 1] + w0);    \
+            bs_vec s = x ^ y, d = x & y, p = acc[0], c, u;                      \
+            acc[0] = p ^ s;                                                     \
+            c = p & s;                                                          \
+            p = acc[1];                                                         \
+            u = p ^ c;                                                          \
+            acc[1] = u ^ d;                                                     \
+            c = (p & c) | (u & d);                                              \
+            for (i = 2; i < b; i++) {                                           \
+                p = acc[i];                                                     \
+                acc[i] = p ^ c;                                                 \
+                c = p & c;                                                      \
             }                                                                   \
         }                                                                       \
         if (t < n) {                                                            \
-            const uint64_t* x = rows[t] + w0;                                   \
-            for (j = 0; j < BS_BLOCK; j++)                                      \
-                c[j] = x[j];                                                    \
+            bs_vec c = BS_LOAD(rows[t] + w0), p;                                \
             for (i = 0; i < b; i++) {                                           \
-                uint64_t* Pi = P + (int64_t)i * BS_BLOCK;                       \
-                for (j = 0; j < BS_BLOCK; j++) {                                \
-                    uint64_t p = Pi[j];                                         \
-                    Pi[j] = p ^ c[j];                                           \
-                    c[j] = p & c[j];                                            \
+                p = acc[i];                                                     \
+                acc[i] = p ^ c;                                                 \
+                c = p & c;                                                      \
+            }                                                                   \
+        }                                                                       \
+        for (i = 0; i < b; i++)                                                 \
+            BS_STORE(P + (int64_t)i * BS_BLOCK, acc[i]);                        \
+    }
+
+/* Bits whose count is >= need[j] in each word j: O'Neil's bit-sliced
+ * comparison, from the most significant plane down, all words at once (m is
+ * all ones in the words whose need has bit i set).  need[j] <= 0 keeps every
+ * bit; need[j] >= 2**b keeps none. */
+#define BS_COUNT_GE_BODY                                                        \
+    {                                                                           \
+        int i, j;                                                               \
+        bs_vec gt = BS_ZERO, eq = ~BS_ZERO, nv, m, p, out;                      \
+        for (j = 0; j < BS_BLOCK; j++)                                          \
+            nv[j] = (uint64_t)(need[j] < 0 ? 0 : need[j]);                      \
+        for (i = b - 1; i >= 0; i--) {                                          \
+            p = BS_LOAD(P + (int64_t)i * BS_BLOCK);                             \
+            m = -((nv >> i) & 1);                                               \
+            gt |= eq & p & ~m;                                                  \
+            eq &= ~(p ^ m);                                                     \
+        }                                                                       \
+        out = gt | eq;                                                          \
+        m = (bs_vec)((nv >> b) != 0); /* all ones where need >= 2**b */                        \
+        out &= ~m;                                                              \
+        BS_STORE(res, out);                                                     \
+    }
+#else
+/* Plain C for compilers without vector extensions (same integers). */
+#define BS_ADD_ROWS_BODY                                                        \
+    {                                                                           \
+        int i, j, t;                                                            \
+        memset(P, 0, sizeof(uint64_t) * BS_BLOCK * (b > 0 ? b : 1));           \
+        for (t = 0; t < n; t++) {                                               \
+            for (j = 0; j < BS_BLOCK; j++) {                                    \
+                uint64_t c = rows[t][w0 + j], p;                                \
+                for (i = 0; i < b && c; i++) {                                  \
+                    p = P[(int64_t)i * BS_BLOCK + j];                           \
+                    P[(int64_t)i * BS_BLOCK + j] = p ^ c;                       \
+                    c = p & c;                                                  \
                 }                                                               \
             }                                                                   \
         }                                                                       \
     }
+#define BS_COUNT_GE_BODY                                                        \
+    {                                                                           \
+        int i, j;                                                               \
+        for (j = 0; j < BS_BLOCK; j++) {                                        \
+            uint64_t gt = 0, eq = ~(uint64_t)0;                                 \
+            int64_t c = need[j];                                                \
+            if (c <= 0) { res[j] = ~(uint64_t)0; continue; }                    \
+            if (c >= ((int64_t)1 << b)) { res[j] = 0; continue; }               \
+            for (i = b - 1; i >= 0; i--) {                                      \
+                uint64_t p = P[(int64_t)i * BS_BLOCK + j];                      \
+                if ((c >> i) & 1)                                               \
+                    eq &= p;                                                    \
+                else {                                                          \
+                    gt |= eq & p;                                               \
+                    eq &= ~p;                                                   \
+                }                                                               \
+            }                                                                   \
+            res[j] = gt | eq;                                                   \
+        }                                                                       \
+    }
+#endif
 
 typedef void (*bs_add_rows_fn)(const uint64_t* const* rows, int n, int64_t w0, int b,
                                uint64_t* P);
+typedef void (*bs_count_ge_fn)(const uint64_t* P, int b, const int64_t* need,
+                               uint64_t* res);
 
 static void bs_add_rows_portable(const uint64_t* const* rows, int n, int64_t w0, int b,
                                  uint64_t* P)
 BS_ADD_ROWS_BODY
 
-#if (defined(__GNUC__) || defined(__clang__)) && (defined(__x86_64__) || defined(__i386__))
+static void bs_count_ge_portable(const uint64_t* P, int b, const int64_t* need,
+                                 uint64_t* res)
+BS_COUNT_GE_BODY
+
+#if BS_HAVE_VEC && (defined(__x86_64__) || defined(__i386__))
 #define BS_HAVE_X86_DISPATCH 1
 __attribute__((target("avx2")))
 static void bs_add_rows_avx2(const uint64_t* const* rows, int n, int64_t w0, int b,
                              uint64_t* P)
 BS_ADD_ROWS_BODY
 
+__attribute__((target("avx2")))
+static void bs_count_ge_avx2(const uint64_t* P, int b, const int64_t* need, uint64_t* res)
+BS_COUNT_GE_BODY
+
 __attribute__((target("avx512f")))
 static void bs_add_rows_avx512(const uint64_t* const* rows, int n, int64_t w0, int b,
                                uint64_t* P)
 BS_ADD_ROWS_BODY
+
+__attribute__((target("avx512f")))
+static void bs_count_ge_avx512(const uint64_t* P, int b, const int64_t* need, uint64_t* res)
+BS_COUNT_GE_BODY
 #else
 #define BS_HAVE_X86_DISPATCH 0
 #endif
@@ -121,26 +210,17 @@ static bs_add_rows_fn bs_add_rows_for(int level)
     return bs_add_rows_portable;
 }
 
-/* Bits of word j whose count (planes P, b of them) is >= c: O'Neil's
- * bit-sliced comparison, from the most significant plane down. */
-static inline uint64_t bs_count_ge(const uint64_t* P, int b, int j, int64_t c)
+static bs_count_ge_fn bs_count_ge_for(int level)
 {
-    uint64_t gt = 0, eq = ~(uint64_t)0;
-    int i;
-    if (c <= 0)
-        return ~(uint64_t)0;
-    if (b < 63 && c >= ((int64_t)1 << b))
-        return 0;
-    for (i = b - 1; i >= 0; i--) {
-        uint64_t p = P[(int64_t)i * BS_BLOCK + j];
-        if ((c >> i) & 1)
-            eq &= p;
-        else {
-            gt |= eq & p;
-            eq &= ~p;
-        }
-    }
-    return gt | eq;
+#if BS_HAVE_X86_DISPATCH
+    if (level >= BS_LEVEL_AVX512)
+        return bs_count_ge_avx512;
+    if (level == BS_LEVEL_AVX2)
+        return bs_count_ge_avx2;
+#else
+    (void)level;
+#endif
+    return bs_count_ge_portable;
 }
 
 /* The count of bit x of word j. */
@@ -150,6 +230,32 @@ static inline int64_t bs_count_at(const uint64_t* P, int b, int j, int x)
     int i;
     for (i = 0; i < b; i++)
         v |= (int64_t)((P[(int64_t)i * BS_BLOCK + j] >> x) & 1) << i;
+    return v;
+}
+
+/* Narrow mask[0..BS_BLOCK) to its bits of the largest count (planes P, b of
+ * them), from the top plane down; returns that count, or -1 for an empty mask. */
+static inline int64_t bs_narrow_to_max(const uint64_t* P, int b, uint64_t* mask)
+{
+    int i, j;
+    int64_t v = 0;
+    uint64_t t[BS_BLOCK], any = 0;
+    for (j = 0; j < BS_BLOCK; j++)
+        any |= mask[j];
+    if (!any)
+        return -1;
+    for (i = b - 1; i >= 0; i--) {
+        any = 0;
+        for (j = 0; j < BS_BLOCK; j++) {
+            t[j] = mask[j] & P[(int64_t)i * BS_BLOCK + j];
+            any |= t[j];
+        }
+        if (any) {
+            for (j = 0; j < BS_BLOCK; j++)
+                mask[j] = t[j];
+            v |= (int64_t)1 << i;
+        }
+    }
     return v;
 }
 
