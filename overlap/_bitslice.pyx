@@ -170,6 +170,7 @@ cdef class BitsliceIndex:
     cdef BIndex x
     cdef object _keep
     cdef readonly int64_t n_rows
+    cdef readonly int64_t n_words
     cdef readonly object last_stats
 
     def __init__(self, int n_fields, int64_t n, int64_t nw, const int64_t[::1] order,
@@ -187,6 +188,7 @@ cdef class BitsliceIndex:
             raise ValueError("BitsliceIndex: inconsistent array shapes")
         self._keep = (order, rank, zs, wzmin, tkeys, tids, toff, drow, rptr, rref, bits)
         self.n_rows = bits.shape[0] // max(nw, 1)
+        self.n_words = nw
         self.x.F = n_fields
         self.x.n = n
         self.x.nw = nw

@@ -28,6 +28,10 @@ DF_PER_REFS = 1024
 #: Bitmap memory of one field is at most this many 64-bit words per stored
 #: token (posting entry) of that field: linear in the tokens, like the postings.
 WORDS_PER_TOKEN = 1
+#: At most this many bitmap rows per field: a query's frequent count must fit
+#: ``MAX_PLANES`` bit-planes.  Frequent tokens beyond it keep postings (the
+#: rare-token path), as do all tokens once the memory budget is spent.
+MAX_ROWS = (1 << _bitslice.MAX_PLANES) - 1
 #: The postings kernel runs alone below this many references.
 MIN_REFS = 2048
 
@@ -52,8 +56,7 @@ def frequent_tokens(df: np.ndarray, n_refs: int, nnz: int, nw: int) -> np.ndarra
 
     A token qualifies when its document frequency is at least
     ``max(MIN_DF, n_refs / DF_PER_REFS)``; the most frequent ones are taken while
-    the bitmaps stay within ``WORDS_PER_TOKEN * nnz`` words and the count fits
-    ``MAX_PLANES`` bit-planes.
+    the bitmaps stay within ``WORDS_PER_TOKEN * nnz`` words, at most ``MAX_ROWS``.
     """
     if nw == 0:
         return np.zeros(0, dtype=np.int64)
@@ -61,8 +64,7 @@ def frequent_tokens(df: np.ndarray, n_refs: int, nnz: int, nw: int) -> np.ndarra
     cand = np.flatnonzero(df >= min_df)
     cand = cand[np.argsort(-df[cand], kind="stable")]
     budget = max(1, (WORDS_PER_TOKEN * nnz) // nw)
-    limit = (1 << _bitslice.MAX_PLANES) - 1
-    return cand[: min(budget, limit)]
+    return cand[: min(budget, MAX_ROWS, (1 << _bitslice.MAX_PLANES) - 1)]
 
 
 def build(fields: tuple) -> _bitslice.BitsliceIndex:
