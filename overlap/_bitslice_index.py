@@ -184,6 +184,8 @@ class LazyBitslice:
         if choose_path(self._fields, n) != "bitslice":
             return None
         bx = self.index
+        if bx.n_rows == 0 and FORCE_PATH is None:
+            return None  # no frequent token: the postings kernel does the same work
         if qfields is None:
             if self._flat is None:
                 self._flat = flat_fields(self._fields)
