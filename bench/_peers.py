@@ -200,6 +200,26 @@ class SparseBruteForce:
             index[lo + r] = np.minimum.reduceat(cand, starts)  # columns ascend: lowest wins
         return score, index
 
+    def topk(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The k best (score descending, index ascending) per query, shape (nq, k).
+
+        Missing matches are score 0 and index -1, as in ``max_overlap(top_k=k)``.
+        """
+        score = np.zeros((self.nq, k), dtype=np.float64)
+        index = np.full((self.nq, k), -1, dtype=np.int64)
+        for lo in range(0, self.nq, self.block):
+            hi = min(self.nq, lo + self.block)
+            _, rows, cols, data, keep = self._entries(lo, hi)
+            rows, cols, data = rows[keep], cols[keep], data[keep]
+            order = np.lexsort((cols, -data, rows))
+            rows, cols, data = rows[order], cols[order], data[order]
+            starts = np.searchsorted(rows, rows, side="left")
+            rank = np.arange(rows.shape[0]) - starts
+            sel = rank < k
+            score[lo + rows[sel], rank[sel]] = data[sel]
+            index[lo + rows[sel], rank[sel]] = cols[sel]
+        return score, index
+
     def join(self, threshold: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Every pair with float64 Dice >= threshold (i < j in self mode), sorted."""
         L, R, S = [], [], []

@@ -1,10 +1,17 @@
-"""Top-1 max-overlap search on W: ours vs the scipy sparse brute force and sparse_dot_topn.
+"""Max-overlap search on W: ours vs the scipy sparse brute force and sparse_dot_topn.
+
+Groups: top-1 test vs train (two fields, context only), test+valid vs train,
+top-5 test vs train, and all-vs-rest over the 13,118 dialogues as units.
 
 Timed regions
 -------------
 * ours: ``OverlapIndex.max_overlap(queries)`` on an index built beforehand
   (the ``*_end_to_end`` variants time ``max_overlap(queries, references)``,
-  index build included);
+  index build included).  ``ours[bitslice-...]`` is the path the cost model
+  picks (the bit-sliced kernel on W; its bitmaps are built by the untimed
+  first call), ``ours[previous-kernel-...]`` forces the postings kernel
+  (``overlap._bitslice_index.FORCE_PATH = "postings"``), so both kernels
+  appear side by side in one run;
 * scipy brute force: ``top1()`` on binary CSR matrices built beforehand (their
   build time is in ``extra_info["build_seconds"]``);
 * sparse_dot_topn: ``sp_matmul_topn`` on the same prebuilt matrices.
@@ -22,12 +29,19 @@ from numpy.testing import assert_array_equal
 
 import overlap
 
+from overlap import _bitslice_index
+
 from ._peers import SparseBruteForce, topn_dot
 from .conftest import THREADS, describe, run_once
 
 G_2F = "search: top-1, test vs train, 2 fields"
 G_TV = "search: top-1, test+valid vs train, 2 fields"
 G_CTX = "search: top-1, test vs train, context only"
+G_TOP5 = "search: top-5, test vs train, 2 fields"
+G_UNITS = "search: all-vs-rest, 13,118 dialogues as units"
+
+#: which kernel ours runs: the cost model's choice, or the previous (postings) kernel
+PATHS = [pytest.param(None, id="bitslice"), pytest.param("postings", id="previous-kernel")]
 
 
 # ------------------------------------------------------------------ fixtures
@@ -47,22 +61,44 @@ def index_ctx(train):
 
 
 @pytest.fixture(scope="module")
+def index_units(workload):
+    return overlap.OverlapIndex(workload.dialogue_units)
+
+
+@pytest.fixture(scope="module")
 def queries(workload):
     return {
         G_2F: workload.sets["test"],
         G_TV: workload.queries_test_valid,
         G_CTX: workload.sets["test"][0],
+        G_TOP5: workload.sets["test"],
+        G_UNITS: None,
     }
 
 
 @pytest.fixture(scope="module")
-def expected(index_2f, index_ctx, queries):
-    """Our answers with one thread: every other run must equal them."""
+def expected(index_2f, index_ctx, index_units, queries):
+    """Our answers with one thread: every other run must equal them.
+
+    These first calls also build the bit-sliced side of each index.
+    """
     return {
         G_2F: index_2f.max_overlap(queries[G_2F], n_threads=1),
         G_TV: index_2f.max_overlap(queries[G_TV], n_threads=1),
         G_CTX: index_ctx.max_overlap(queries[G_CTX], n_threads=1),
+        G_TOP5: index_2f.max_overlap(queries[G_TOP5], top_k=5, n_threads=1),
+        G_UNITS: index_units.max_overlap(None, n_threads=1),
     }
+
+
+@pytest.fixture
+def force_path(request):
+    """Set FORCE_PATH for one benchmark, restore it afterwards."""
+    def set_path(path):
+        prev = _bitslice_index.FORCE_PATH
+        _bitslice_index.FORCE_PATH = path
+        request.addfinalizer(lambda: setattr(_bitslice_index, "FORCE_PATH", prev))
+    return set_path
 
 
 def _check(res, exp):
@@ -78,17 +114,27 @@ def _info(benchmark, workload, q, r, **kw):
 
 
 # ------------------------------------------------------------------ ours
+GROUP_IDS = {G_2F: "2f", G_TV: "test+valid", G_CTX: "ctx", G_TOP5: "top5", G_UNITS: "units"}
+
+
 @pytest.mark.parametrize("n_threads", THREADS)
-@pytest.mark.parametrize("group", [G_2F, G_TV, G_CTX], ids=["2f", "test+valid", "ctx"])
-def test_ours_prebuilt_index(benchmark, workload, train, index_2f, index_ctx, queries,
-                             expected, group, n_threads):
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("group", list(GROUP_IDS), ids=list(GROUP_IDS.values()))
+def test_ours_prebuilt_index(benchmark, workload, train, index_2f, index_ctx, index_units,
+                             queries, expected, force_path, group, path, n_threads):
     benchmark.group = group
-    idx = index_ctx if group == G_CTX else index_2f
+    idx = {G_CTX: index_ctx, G_UNITS: index_units}.get(group, index_2f)
     q = queries[group]
-    res = benchmark(idx.max_overlap, q, n_threads=n_threads)
+    top_k = 5 if group == G_TOP5 else 1
+    force_path(path)
+    res = benchmark(idx.max_overlap, q, top_k=top_k, n_threads=n_threads)
     _check(res, expected[group])
-    _info(benchmark, workload, q, train, side="ours", timed="max_overlap on prebuilt index",
-          n_threads=n_threads or overlap.effective_n_threads(None))
+    nq = len(idx) if q is None else (len(q) if isinstance(q, overlap.TokenSets) else len(q[0]))
+    kernel = _bitslice_index.choose_path(idx._fields, nq)
+    describe(benchmark, workload, n_queries=nq, n_references=len(idx), fields=idx.n_fields,
+             top_k=top_k, side="ours", kernel=kernel,
+             timed="max_overlap on prebuilt index" + (" (all vs rest)" if q is None else ""),
+             n_threads=n_threads or overlap.effective_n_threads(None))
 
 
 @pytest.mark.parametrize("n_threads", THREADS)
@@ -105,22 +151,29 @@ def test_ours_end_to_end(benchmark, workload, train, queries, expected, group, n
 
 
 # ------------------------------------------------------------------ scipy brute force
-@pytest.mark.parametrize("group", [G_2F, G_TV, G_CTX], ids=["2f", "test+valid", "ctx"])
+@pytest.mark.parametrize("group", list(GROUP_IDS), ids=list(GROUP_IDS.values()))
 def test_scipy_brute_force(benchmark, workload, train, queries, expected, group):
     benchmark.group = group
-    refs = train[0] if group == G_CTX else train
-    q = queries[group]
+    if group == G_UNITS:
+        refs = q = workload.dialogue_units
+    else:
+        refs = train[0] if group == G_CTX else train
+        q = queries[group]
     t0 = time.perf_counter()
-    peer = SparseBruteForce(q, refs)
+    peer = SparseBruteForce(q) if group == G_UNITS else SparseBruteForce(q, refs)
     build = time.perf_counter() - t0
-    score, index = run_once(benchmark, peer.top1)
+    if group == G_TOP5:
+        score, index = run_once(benchmark, peer.topk, 5)
+        how = "blocked Q @ R.T, Dice, min over fields, top-5 by (score, index)"
+    else:
+        score, index = run_once(benchmark, peer.top1)
+        how = "blocked Q @ R.T, Dice, min over fields, argmax"
     exp = expected[group]
     assert_array_equal(score, exp.score)  # bit for bit: same float64 expression
     assert_array_equal(index, exp.index)  # lowest index on ties, -1 when nothing overlaps
     _info(benchmark, workload, q, refs, side="peer", peer="scipy sparse brute force",
           exact=True, build_seconds=round(build, 3), block=peer.block,
-          timed="blocked Q @ R.T, Dice, min over fields, argmax (matrices prebuilt)",
-          n_threads=1)
+          timed=how + " (matrices prebuilt)", n_threads=1)
 
 
 # ------------------------------------------------------------------ sparse_dot_topn

@@ -9,7 +9,7 @@ from typing import Union
 
 import numpy as np
 
-from . import _index, _search
+from . import _bitslice_index, _index, _search
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
@@ -189,6 +189,7 @@ class OverlapIndex:
         nt = threads_for(len(fields[0]), nt, 4096)
         self._coll = _index.collection(fields, nt)
         self._index = _index.reference_index(fields, self._coll, nt)
+        self._bitslice = _bitslice_index.LazyBitslice(fields)
 
     def __len__(self) -> int:
         return len(self._fields[0])
@@ -247,6 +248,11 @@ class OverlapIndex:
         def run(start: int, stop: int, threads: int) -> None:
             self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, max_mass,
                               threads, score, index)
+
+        # the bit-sliced kernel where its cost model says it pays (same results)
+        qfields = None if queries is None else as_fields(queries, "queries")
+        run = self._bitslice.top_k_runner(qfields, n, top_k, min_score, exclude, max_row,
+                                          score, index) or run
 
         _run_chunks(run, work, nt, progress, "max_overlap")
         if top_k == 1:

@@ -74,6 +74,15 @@ def test_brute_force_top1_matches_reference(rng, nf):
     assert_array_equal(index, [row[0][1] for row in exp])
 
 
+@pytest.mark.parametrize("k", [2, 5])
+def test_brute_force_topk_matches_reference(rng, k):
+    (q, qb), (r, rb) = _fields(rng, 40, nf=2), _fields(rng, 60, nf=2)
+    score, index = peers.SparseBruteForce(q, r, block=7).topk(k)
+    exp = ref.max_overlap(qb, rb, top_k=k)
+    assert_array_equal(score, [[s for s, _ in row] for row in exp])
+    assert_array_equal(index, [[j for _, j in row] for row in exp])
+
+
 def test_brute_force_all_vs_rest_matches_reference(rng):
     u, ub = _fields(rng, 50)
     score, index = peers.SparseBruteForce(u, block=8).top1()

@@ -1,0 +1,56 @@
+import numpy as np
+from numpy.typing import NDArray
+
+BLOCK_WORDS: int
+MAX_PLANES: int
+LEVEL_NAMES: tuple[str, str, str]
+
+def cpu_level() -> int: ...
+def simd_level() -> int: ...
+def set_simd_level(level: int) -> int: ...
+
+class BitsliceIndex:
+    n_rows: int
+    n_words: int
+    last_stats: NDArray[np.int64]
+    def __init__(
+        self,
+        n_fields: int,
+        n: int,
+        nw: int,
+        order: NDArray[np.int64],
+        rank: NDArray[np.int32],
+        zs: NDArray[np.int32],
+        wzmin: NDArray[np.int32],
+        tkeys: NDArray[np.uint64],
+        tids: NDArray[np.int64],
+        toff: NDArray[np.int64],
+        drow: NDArray[np.int64],
+        rptr: NDArray[np.int64],
+        rref: NDArray[np.int32],
+        bits: NDArray[np.uint64],
+    ) -> None: ...
+    def top_k(
+        self,
+        n_fields: int,
+        n_queries: int,
+        ip: NDArray[np.int64],
+        h: NDArray[np.uint64],
+        sz: NDArray[np.int64],
+        start: int,
+        stop: int,
+        k: int,
+        min_score: float,
+        exclude_self: bool,
+        max_row: int,
+        n_threads: int,
+        out_score: NDArray[np.float64],
+        out_index: NDArray[np.int64],
+    ) -> None: ...
+
+def fill_bitmaps(
+    row_of_entry: NDArray[np.int64],
+    ref_of_entry: NDArray[np.int64],
+    nw: int,
+    bits: NDArray[np.uint64],
+) -> None: ...

@@ -1,0 +1,650 @@
+# cython: freethreading_compatible=True
+"""Bit-sliced max-overlap search: frequent tokens as bitmaps, counts as bit-planes.
+
+The scheme of Rinfret, O'Neil & O'Neil (SIGMOD 2001), for the exact top-k Dice
+search of ``overlap._search`` (same results, bit for bit).  Everything here
+takes flat, validated arrays prepared by ``overlap._bitslice_index``.
+
+Layout (built once per reference collection):
+
+* references are renumbered by their sizes (field 0, then field 1, ...,
+  then original index), so a 64-reference word covers a narrow size range;
+  ``order`` maps a new number back to the original index;
+* a *frequent* token of a field (document frequency >= D) has a bitmap over
+  the renumbered references (``nw`` words per row, zero-padded to whole
+  blocks); every other token keeps a posting list of renumbered references.
+
+One query (one thread handles it from start to end):
+
+1. **prepare**: every query token is looked up; a frequent token contributes
+   its bitmap row, a rare token's postings are counted into a per-reference
+   array ``rc`` (and a per-word mask of touched references);
+2. **scan**: blocks of ``BS_BLOCK`` words are visited nearest size first
+   (outwards from the size with the best length bound), stopping on each side
+   once the length bound falls below the running threshold ``thr``.  In a
+   block, the frequent rows are added into a vertical counter (bit-planes);
+   the smallest count ``need`` a reference of that size needs to reach
+   ``thr`` is computed per word from the word's smallest size, and O'Neil's
+   bit-sliced comparison keeps the bits whose count is >= need, plus the
+   references touched by rare tokens.  The other fields filter the survivors
+   the same way;
+3. **score**: a survivor's count in every field is read from the planes plus
+   ``rc``: it is exact, so its score ``2.0*inter/(|q|+|r|)`` is computed
+   directly and kept in the top-k, ties going to the lowest ORIGINAL index.
+
+Every filter only over-selects (``need`` is the smallest integer count whose
+float score reaches ``thr``, and ``thr`` never exceeds the final k-th score),
+and the final decision is the float score and the original index, so the
+result does not depend on the visiting order or the thread count.
+"""
+
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange, parallel
+from libc.stdint cimport uint64_t, int64_t, int32_t
+from libc.stdlib cimport malloc, calloc, free
+
+from overlap._openmp cimport omp_get_thread_num
+from overlap._sets cimport dice, fmix64
+
+cnp.import_array()
+
+cdef extern from "_bitslice_simd.h" nogil:
+    enum:
+        BS_BLOCK
+        BS_MAX_PLANES
+        BS_LEVEL_PORTABLE
+        BS_LEVEL_AVX2
+        BS_LEVEL_AVX512
+    ctypedef void (*bs_add_rows_fn)(const uint64_t** rows, int n, int64_t w0, int b,
+                                    uint64_t* P) noexcept nogil
+    int bs_cpu_level() noexcept
+    ctypedef void (*bs_count_ge_fn)(const uint64_t* P, int b, const int64_t* need,
+                                    uint64_t* res) noexcept nogil
+    bs_add_rows_fn bs_add_rows_for(int level) noexcept
+    bs_count_ge_fn bs_count_ge_for(int level) noexcept
+    int64_t bs_count_at(const uint64_t* P, int b, int j, int x) noexcept
+    int64_t bs_narrow_to_max(const uint64_t* P, int b, uint64_t* mask) noexcept
+    int bs_ctz(uint64_t x) noexcept
+
+#: 64-bit words per block (one vertical counter covers 64 * BLOCK_WORDS references)
+BLOCK_WORDS = BS_BLOCK
+#: bit-planes per counter: at most 2**MAX_PLANES - 1 frequent tokens per field
+MAX_PLANES = BS_MAX_PLANES
+#: names of the SIMD levels, by number
+LEVEL_NAMES = ("portable", "avx2", "avx512")
+
+cdef enum:
+    # need() results are cached for sizes below this
+    NEED_CACHE = 1024
+    MAX_FIELDS = 8
+
+# a need no count reaches: O'Neil's comparison keeps no bit for it
+cdef int64_t IMPOSSIBLE = (<int64_t>1) << 40
+
+
+ctypedef struct Kernels:
+    bs_add_rows_fn add_rows    # frequent rows -> bit-planes of one block
+    bs_count_ge_fn count_ge    # bit-planes -> bits whose count >= need, per word
+
+cdef int _cpu_level = bs_cpu_level()
+cdef int _level = _cpu_level
+
+
+def cpu_level():
+    """Highest SIMD level this CPU runs (0 portable, 1 AVX2, 2 AVX-512)."""
+    return _cpu_level
+
+
+def simd_level():
+    """SIMD level the kernel uses now."""
+    return _level
+
+
+def set_simd_level(int level):
+    """Use SIMD level ``level`` (<= cpu_level()); returns the previous one.
+
+    Every level computes the same integers; tests run each one.
+    """
+    global _level
+    if level < 0 or level > _cpu_level:
+        raise ValueError(f"level must be in [0, {_cpu_level}] on this CPU, got {level}")
+    prev = _level
+    _level = level
+    return prev
+
+
+ctypedef struct BIndex:
+    int F
+    int64_t n                # references
+    int64_t nw               # words per bitmap row (a multiple of BS_BLOCK)
+    const int64_t* order     # renumbered -> original index
+    const int32_t* rank      # original -> renumbered
+    const int32_t* zs        # F * n sizes, renumbered order
+    const int32_t* wzmin     # F * nw smallest size in each word (padding: INT32 max)
+    const uint64_t* tkeys    # per field, open-addressing table of token hashes
+    const int64_t* tids      # their vocabulary ids (global over fields; -1: empty slot)
+    const int64_t* toff      # F + 1 table offsets
+    const int64_t* drow      # V: bitmap row of a frequent token, -1 for a rare one
+    const int64_t* rptr      # V + 1: rare postings
+    const int32_t* rref      # renumbered references, ascending within a token
+    const uint64_t* bits     # bitmap rows, nw words each
+
+
+ctypedef struct QColl:
+    int F
+    int64_t n
+    const int64_t* ip        # F * (n + 1)
+    const uint64_t* h
+    const int64_t* sz        # F * n
+
+
+ctypedef struct Scratch:
+    const uint64_t** rows    # F * rowcap frequent rows of the query
+    int64_t rowcap
+    int nd[MAX_FIELDS]       # frequent tokens per field
+    int nb[MAX_FIELDS]       # bit-planes per field
+    int64_t m[MAX_FIELDS]    # query tokens present in the references, per field
+    int64_t q[MAX_FIELDS]    # query sizes
+    int64_t ntouch[MAX_FIELDS]
+    int32_t* rc              # F * n rare-token counts
+    uint64_t* tw             # F * nw masks of references with rc > 0
+    int32_t* touched         # F * n
+    uint64_t* P              # F * BS_MAX_PLANES * BS_BLOCK planes
+    uint64_t cand[BS_BLOCK]
+    uint64_t ge[BS_BLOCK]
+    int64_t need[BS_BLOCK]
+    int32_t* ncache          # F * NEED_CACHE
+    int64_t* nstamp          # F * NEED_CACHE
+    int64_t epoch
+    double thr
+    double* ks
+    int64_t* ki
+    int nk
+    int64_t n_blocks         # blocks counted
+    int64_t n_cand           # references scored
+
+
+cdef class BitsliceIndex:
+    """Bitmaps of the frequent tokens and postings of the rare ones (see module doc)."""
+    cdef BIndex x
+    cdef object _keep
+    cdef readonly int64_t n_rows
+    cdef readonly int64_t n_words
+    cdef readonly object last_stats
+
+    def __init__(self, int n_fields, int64_t n, int64_t nw, const int64_t[::1] order,
+                 const int32_t[::1] rank, const int32_t[::1] zs, const int32_t[::1] wzmin,
+                 const uint64_t[::1] tkeys, const int64_t[::1] tids, const int64_t[::1] toff,
+                 const int64_t[::1] drow, const int64_t[::1] rptr, const int32_t[::1] rref,
+                 const uint64_t[::1] bits):
+        if n_fields < 1 or n_fields > MAX_FIELDS:
+            raise ValueError(f"n_fields must be in [1, {MAX_FIELDS}], got {n_fields}")
+        if nw % BS_BLOCK or nw * 64 < n:
+            raise ValueError("nw must be a multiple of BLOCK_WORDS covering n references")
+        if (order.shape[0] != n or rank.shape[0] != n or zs.shape[0] != n_fields * n
+                or wzmin.shape[0] != n_fields * nw or toff.shape[0] != n_fields + 1
+                or rptr.shape[0] != drow.shape[0] + 1 or bits.shape[0] % max(nw, 1)):
+            raise ValueError("BitsliceIndex: inconsistent array shapes")
+        self._keep = (order, rank, zs, wzmin, tkeys, tids, toff, drow, rptr, rref, bits)
+        self.n_rows = bits.shape[0] // max(nw, 1)
+        self.n_words = nw
+        self.x.F = n_fields
+        self.x.n = n
+        self.x.nw = nw
+        self.x.order = &order[0] if n else NULL
+        self.x.rank = &rank[0] if n else NULL
+        self.x.zs = &zs[0] if zs.shape[0] else NULL
+        self.x.wzmin = &wzmin[0] if wzmin.shape[0] else NULL
+        self.x.tkeys = &tkeys[0] if tkeys.shape[0] else NULL
+        self.x.tids = &tids[0] if tids.shape[0] else NULL
+        self.x.toff = &toff[0]
+        self.x.drow = &drow[0] if drow.shape[0] else NULL
+        self.x.rptr = &rptr[0]
+        self.x.rref = &rref[0] if rref.shape[0] else NULL
+        self.x.bits = &bits[0] if bits.shape[0] else NULL
+
+    def top_k(self, int n_fields, int64_t n_queries, const int64_t[::1] ip,
+              const uint64_t[::1] h, const int64_t[::1] sz, int64_t start, int64_t stop,
+              int k, double min_score, bint exclude_self, int64_t max_row, int n_threads,
+              double[:, ::1] out_score, int64_t[:, ::1] out_index):
+        """Top-k of queries[start:stop] into out_*[start:stop] (flat query fields)."""
+        cdef QColl Q
+        if n_fields != self.x.F:
+            raise ValueError("queries and references must have the same fields")
+        if (ip.shape[0] != n_fields * (n_queries + 1) or sz.shape[0] != n_fields * n_queries
+                or not 0 <= start <= stop <= n_queries or k < 1
+                or out_score.shape[0] < stop or out_score.shape[1] != k
+                or out_index.shape[0] < stop or out_index.shape[1] != k):
+            raise ValueError("BitsliceIndex.top_k: inconsistent arguments")
+        if exclude_self and n_queries != self.x.n:
+            raise ValueError("exclude_self needs the references as queries")
+        Q.F = n_fields
+        Q.n = n_queries
+        Q.ip = &ip[0]
+        Q.h = &h[0] if h.shape[0] else NULL
+        Q.sz = &sz[0] if sz.shape[0] else NULL
+        stats = np.zeros((max(1, n_threads), 2), dtype=np.int64)
+        cdef int64_t[:, ::1] sv = stats
+        if stop == start:
+            self.last_stats = stats.sum(axis=0)
+            return
+        cdef int ok = run_queries(&Q, &self.x, start, stop, k, min_score, exclude_self,
+                                  max_row, n_threads, kernels_for(_level),
+                                  &out_score[0, 0], &out_index[0, 0], &sv[0, 0])
+        self.last_stats = stats.sum(axis=0)
+        if ok != 0:
+            raise MemoryError("overlap bit-sliced search: out of memory for per-thread scratch")
+
+
+cdef Kernels kernels_for(int level) noexcept:
+    cdef Kernels kern
+    kern.add_rows = bs_add_rows_for(level)
+    kern.count_ge = bs_count_ge_for(level)
+    return kern
+
+
+# ---------------------------------------------------------------- build helper
+
+def fill_bitmaps(const int64_t[::1] row_of_entry, const int64_t[::1] ref_of_entry,
+                 int64_t nw, uint64_t[::1] bits):
+    """Set bit ``ref`` of bitmap row ``row`` for every entry with ``row >= 0``."""
+    cdef int64_t e, row, r
+    cdef int64_t n = row_of_entry.shape[0]
+    with nogil:
+        for e in range(n):
+            row = row_of_entry[e]
+            if row >= 0:
+                r = ref_of_entry[e]
+                bits[row * nw + (r >> 6)] |= (<uint64_t>1) << (r & 63)
+
+
+# ---------------------------------------------------------------- phases
+
+cdef inline int64_t vocab_lookup(const BIndex* X, int f, uint64_t key) noexcept nogil:
+    """Vocabulary id of ``key`` in field ``f``, or -1 when no reference holds it."""
+    cdef int64_t a = X.toff[f], size = X.toff[f + 1] - a, slot, vid
+    if size == 0:
+        return -1
+    slot = <int64_t>(fmix64(key) & <uint64_t>(size - 1))
+    while True:
+        vid = X.tids[a + slot]
+        if vid < 0:
+            return -1
+        if X.tkeys[a + slot] == key:
+            return vid
+        slot = (slot + 1) & (size - 1)
+
+
+cdef inline int bit_length(int64_t v) noexcept nogil:
+    cdef int b = 0
+    while v > 0:
+        b += 1
+        v >>= 1
+    return b
+
+
+cdef inline int64_t need_count(double thr, int64_t q, int64_t z) noexcept nogil:
+    """Smallest count c >= 1 whose float score ``2.0*c/(q+z)`` is >= thr (q > 0).
+
+    The result may exceed min(q, z): no reference of size z can then reach thr.
+    """
+    cdef int64_t c
+    if thr <= 0.0:
+        return 1
+    c = <int64_t>(thr * <double>(q + z) * 0.5)
+    if c < 1:
+        c = 1
+    while c > 1 and dice(c - 1, q, z) >= thr:
+        c -= 1
+    while dice(c, q, z) < thr:
+        c += 1
+    return c
+
+
+cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
+    """need_count for field f at size z under the running threshold (cached)."""
+    cdef int64_t i
+    if z >= NEED_CACHE:
+        return need_count(s.thr, s.q[f], z)
+    i = f * NEED_CACHE + z
+    if s.nstamp[i] != s.epoch:
+        s.nstamp[i] = s.epoch
+        s.ncache[i] = <int32_t>need_count(s.thr, s.q[f], z)
+    return s.ncache[i]
+
+
+cdef inline void topk_insert(Scratch* s, int k, double sc, int64_t idx) noexcept nogil:
+    """Keep the k best (score descending, original index ascending)."""
+    cdef int pos
+    if s.nk == k:
+        if sc < s.ks[k - 1] or (sc == s.ks[k - 1] and idx > s.ki[k - 1]):
+            return
+        pos = k - 1
+    else:
+        pos = s.nk
+        s.nk += 1
+    while pos > 0 and (s.ks[pos - 1] < sc or (s.ks[pos - 1] == sc and s.ki[pos - 1] > idx)):
+        s.ks[pos] = s.ks[pos - 1]
+        s.ki[pos] = s.ki[pos - 1]
+        pos -= 1
+    s.ks[pos] = sc
+    s.ki[pos] = idx
+
+
+cdef inline void update_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
+    cdef double t = floor_score if s.nk < k else s.ks[k - 1]
+    if t != s.thr:
+        s.thr = t
+        s.epoch += 1  # cached need counts are stale
+
+
+cdef bint prepare_query(const QColl* Q, int64_t qi, const BIndex* X,
+                        Scratch* s) noexcept nogil:
+    """Collect the query's frequent rows and count its rare tokens' postings.
+
+    False when some field of the query shares no token with any reference (or
+    is empty): every score is then 0.  Touched references are always recorded,
+    so ``reset_query`` cleans up after either outcome.
+    """
+    cdef int F = X.F, f
+    cdef int64_t t, t0, t1, vid, p, r, nd
+    cdef int32_t* rc
+    cdef int32_t* touched
+    cdef uint64_t* tw
+    for f in range(F):
+        s.q[f] = Q.sz[f * Q.n + qi]
+        s.nd[f] = 0
+        s.m[f] = 0
+        s.ntouch[f] = 0
+    for f in range(F):
+        if s.q[f] == 0:
+            return False
+    for f in range(F):
+        rc = s.rc + f * X.n
+        touched = s.touched + f * X.n
+        tw = s.tw + f * X.nw
+        t0 = Q.ip[f * (Q.n + 1) + qi]
+        t1 = Q.ip[f * (Q.n + 1) + qi + 1]
+        nd = 0
+        for t in range(t0, t1):
+            vid = vocab_lookup(X, f, Q.h[t])
+            if vid < 0:
+                continue
+            s.m[f] += 1
+            if X.drow[vid] >= 0:
+                s.rows[f * s.rowcap + nd] = X.bits + X.drow[vid] * X.nw
+                nd += 1
+                continue
+            for p in range(X.rptr[vid], X.rptr[vid + 1]):
+                r = X.rref[p]
+                if rc[r] == 0:
+                    touched[s.ntouch[f]] = <int32_t>r
+                    s.ntouch[f] += 1
+                    tw[r >> 6] |= (<uint64_t>1) << (r & 63)
+                rc[r] += 1
+        s.nd[f] = <int>nd
+        s.nb[f] = bit_length(nd)
+        if s.m[f] == 0:
+            return False
+    return True
+
+
+cdef void reset_query(const BIndex* X, Scratch* s) noexcept nogil:
+    cdef int f
+    cdef int64_t j, r
+    for f in range(X.F):
+        for j in range(s.ntouch[f]):
+            r = s.touched[f * X.n + j]
+            s.rc[f * X.n + r] = 0
+            s.tw[f * X.nw + (r >> 6)] = 0
+        s.ntouch[f] = 0
+
+
+cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk) noexcept nogil:
+    """Largest field-0 length bound 2*min(m, z)/(q + z) over the sizes of block blk.
+
+    m is the number of query tokens the references know; the bound peaks at
+    z = m, so it is read at the block's size nearest m.  -1 past either end.
+    """
+    cdef int64_t i0 = blk * BS_BLOCK * 64, i1, zlo, zhi, z
+    if blk < 0 or i0 >= X.n:
+        return -1.0
+    i1 = i0 + BS_BLOCK * 64
+    if i1 > X.n:
+        i1 = X.n
+    zlo = X.zs[i0]
+    zhi = X.zs[i1 - 1]
+    z = s.m[0]
+    if z < zlo:
+        z = zlo
+    if z > zhi:
+        z = zhi
+    return dice(s.m[0] if s.m[0] < z else z, s.q[0], z)
+
+
+cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
+                     int64_t self_r, Scratch* s, Kernels kern) noexcept nogil:
+    """Count, compare and score the references of one block (see module doc)."""
+    cdef int F = X.F, f, j
+    cdef int64_t w0 = blk * BS_BLOCK, w, need, min_need = -1, epoch
+    cdef uint64_t any_touch = 0, any_cand = 0
+    cdef uint64_t* P
+    cdef const uint64_t* twf
+    # field 0: the need of every word, from its smallest size
+    twf = s.tw
+    for j in range(BS_BLOCK):
+        w = w0 + j
+        need = need_for(s, 0, X.wzmin[w])
+        if need > s.m[0]:
+            need = IMPOSSIBLE  # no reference of this word reaches thr in field 0
+        else:
+            any_touch |= twf[w]
+            if min_need < 0 or need < min_need:
+                min_need = need
+        s.need[j] = need
+    if min_need < 0 or (min_need > s.nd[0] and any_touch == 0):
+        return
+    s.n_blocks += 1
+    P = s.P
+    if s.nd[0] > 0:
+        kern.add_rows(s.rows, s.nd[0], w0, s.nb[0], P)
+        kern.count_ge(P, s.nb[0], s.need, s.cand)
+    else:
+        for j in range(BS_BLOCK):
+            s.cand[j] = 0
+    for j in range(BS_BLOCK):
+        if s.need[j] != IMPOSSIBLE:
+            s.cand[j] |= twf[w0 + j]
+        any_cand |= s.cand[j]
+    if self_r >= 0 and (self_r >> 6) - w0 >= 0 and (self_r >> 6) - w0 < BS_BLOCK:
+        s.cand[(self_r >> 6) - w0] &= ~((<uint64_t>1) << (self_r & 63))
+    # the other fields filter the survivors
+    for f in range(1, F):
+        if any_cand == 0:
+            return
+        if s.nd[f] > 0:
+            kern.add_rows(s.rows + f * s.rowcap, s.nd[f], w0, s.nb[f],
+                          s.P + f * BS_MAX_PLANES * BS_BLOCK)
+        any_cand = refilter(X, s, f, w0, kern)
+    if any_cand == 0:
+        return
+    if s.nd[0] > 0:
+        # best first: the survivors with the block's largest field-0 count are
+        # scored before the others, which raises thr and thins the rest
+        epoch = s.epoch
+        for j in range(BS_BLOCK):
+            s.ge[j] = s.cand[j]
+        bs_narrow_to_max(s.P, s.nb[0], s.ge)
+        for j in range(BS_BLOCK):
+            s.cand[j] &= ~s.ge[j]
+            score_bits(X, s, w0, j, s.ge[j], k, floor_score)
+        if s.epoch != epoch:
+            for f in range(F):
+                if not refilter(X, s, f, w0, kern):
+                    return
+    for j in range(BS_BLOCK):
+        score_bits(X, s, w0, j, s.cand[j], k, floor_score)
+
+
+cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint64_t m, int k,
+                            double floor_score) noexcept nogil:
+    """Score the references of bits m of word w0 + j exactly: planes + rare counts."""
+    cdef int f, x
+    cdef int64_t r, c
+    cdef double sc, d
+    while m:
+        x = bs_ctz(m)
+        m &= m - 1
+        r = (w0 + j) * 64 + x
+        s.n_cand += 1
+        sc = 2.0
+        for f in range(X.F):
+            c = s.rc[f * X.n + r]
+            if s.nd[f] > 0:
+                c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
+            d = dice(c, s.q[f], X.zs[f * X.n + r])
+            if d < sc:
+                sc = d
+        if sc > 0.0 and sc >= s.thr:
+            topk_insert(s, k, sc, X.order[r])
+            update_threshold(s, k, floor_score)
+
+
+cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern) noexcept nogil:
+    """Drop the candidates of block w0 that field f's count rules out under the new thr.
+
+    The field's planes are those of this block.  False when no candidate is left.
+    """
+    cdef int j
+    cdef int64_t need
+    cdef uint64_t any_cand = 0
+    cdef const uint64_t* twf = s.tw + f * X.nw
+    for j in range(BS_BLOCK):
+        need = IMPOSSIBLE
+        if s.cand[j] != 0:
+            need = need_for(s, f, X.wzmin[f * X.nw + w0 + j])
+            if need > s.m[f]:
+                need = IMPOSSIBLE
+        s.need[j] = need
+    if s.nd[f] > 0:
+        kern.count_ge(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], s.need, s.ge)
+    else:
+        for j in range(BS_BLOCK):
+            s.ge[j] = 0
+    for j in range(BS_BLOCK):
+        if s.need[j] == IMPOSSIBLE:
+            s.cand[j] = 0
+        else:
+            s.cand[j] &= s.ge[j] | twf[w0 + j]
+        any_cand |= s.cand[j]
+    return any_cand != 0
+
+
+cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double floor_score,
+                     bint exclude, Scratch* s, Kernels kern) noexcept nogil:
+    """Top-k of one query into s.ks / s.ki (s.nk entries)."""
+    cdef int64_t nblk = X.nw // BS_BLOCK, up, down, lo, hi, mid, self_r = -1
+    cdef double bu, bd
+    s.nk = 0
+    s.epoch += 1
+    s.thr = floor_score
+    if prepare_query(Q, qi, X, s):
+        if exclude:
+            self_r = X.rank[qi]
+        # the first reference whose field-0 size is >= m: the bound peaks there
+        lo = 0
+        hi = X.n
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if X.zs[mid] < s.m[0]:
+                lo = mid + 1
+            else:
+                hi = mid
+        up = lo // (BS_BLOCK * 64)
+        if up >= nblk:
+            up = nblk - 1
+        down = up - 1
+        while True:
+            bu = block_bound(X, s, up) if up < nblk else -1.0
+            bd = block_bound(X, s, down) if down >= 0 else -1.0
+            if bu <= 0.0 or bu < s.thr:
+                up = nblk
+                bu = -1.0
+            if bd <= 0.0 or bd < s.thr:
+                down = -1
+                bd = -1.0
+            if bu < 0.0 and bd < 0.0:
+                break
+            if s.nk == k and s.ks[k - 1] >= 1.0:
+                # k identical references found: an equal one has the same sizes
+                # in every field, so it lies in the run being scanned upwards
+                # (renumbered by original index within equal sizes): any later
+                # one has a higher index
+                break
+            if bu >= bd:
+                scan_block(X, up, k, floor_score, self_r, s, kern)
+                up += 1
+            else:
+                scan_block(X, down, k, floor_score, self_r, s, kern)
+                down -= 1
+    reset_query(X, s)
+
+
+cdef int run_queries(const QColl* Q, const BIndex* X, int64_t start, int64_t stop, int k,
+                     double floor_score, bint exclude, int64_t max_row, int n_threads,
+                     Kernels kern, double* out_s, int64_t* out_i,
+                     int64_t* stats) noexcept nogil:
+    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
+    cdef int64_t qi, e
+    cdef int tid, failed = 0, F = X.F
+    cdef Scratch* s
+    cdef int64_t nref = X.n if X.n > 0 else 1
+    cdef int64_t nw = X.nw if X.nw > 0 else 1
+    cdef int64_t rowcap = max_row if max_row > 0 else 1
+    s = NULL
+    tid = 0
+    with parallel(num_threads=n_threads):
+        s = <Scratch*>calloc(1, sizeof(Scratch))
+        if s != NULL:
+            s.rowcap = rowcap
+            s.rows = <const uint64_t**>malloc(F * rowcap * sizeof(uint64_t*))
+            s.rc = <int32_t*>calloc(F * nref, sizeof(int32_t))
+            s.tw = <uint64_t*>calloc(F * nw, sizeof(uint64_t))
+            s.touched = <int32_t*>malloc(F * nref * sizeof(int32_t))
+            s.P = <uint64_t*>calloc(F * BS_MAX_PLANES * BS_BLOCK, sizeof(uint64_t))
+            s.ncache = <int32_t*>malloc(F * NEED_CACHE * sizeof(int32_t))
+            s.nstamp = <int64_t*>calloc(F * NEED_CACHE, sizeof(int64_t))
+            s.ks = <double*>malloc(k * sizeof(double))
+            s.ki = <int64_t*>malloc(k * sizeof(int64_t))
+        tid = omp_get_thread_num()
+        try:
+            for qi in prange(start, stop, schedule="dynamic", chunksize=8):
+                if (s == NULL or s.rows == NULL or s.rc == NULL or s.tw == NULL
+                        or s.touched == NULL or s.P == NULL or s.ncache == NULL
+                        or s.nstamp == NULL or s.ks == NULL or s.ki == NULL):
+                    failed += 1
+                    continue
+                search_one(Q, qi, X, k, floor_score, exclude, s, kern)
+                for e in range(k):
+                    if e < s.nk:
+                        out_s[qi * k + e] = s.ks[e]
+                        out_i[qi * k + e] = s.ki[e]
+                    else:
+                        out_s[qi * k + e] = 0.0
+                        out_i[qi * k + e] = -1
+        finally:
+            if s != NULL:
+                stats[2 * tid] += s.n_blocks
+                stats[2 * tid + 1] += s.n_cand
+                free(s.rows)
+                free(s.rc)
+                free(s.tw)
+                free(s.touched)
+                free(s.P)
+                free(s.ncache)
+                free(s.nstamp)
+                free(s.ks)
+                free(s.ki)
+                free(s)
+    return 1 if failed else 0
