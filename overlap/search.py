@@ -81,8 +81,10 @@ class JoinResult:
 
 
 #: Seconds of work one kernel call aims at: Ctrl-C and progress are handled
-#: between calls, so a long search stops within about this long.
-CHUNK_SECONDS = 0.2
+#: between calls, so a long search stops within about this long.  Every call
+#: ends at a barrier where OpenMP's idle threads spin: at 0.2 s they cost 15%
+#: more CPU on a loaded machine, at 0.5 s 3% (DailyDialog W top-1).
+CHUNK_SECONDS = 0.5
 # queries a thread takes at a time in the kernel's query loop (``run_queries``);
 # every call holds at least this many per thread, so a call of heavy rows lasts
 # at least 16 queries' time on one thread (0.1-0.5 s for 300-token rows)
