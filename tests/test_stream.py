@@ -119,6 +119,16 @@ def test_auto_falls_back_to_the_chunk_index_when_the_join_lists_many_pairs():
     np.testing.assert_array_equal(m.result().index, want.index)
 
 
+def test_same_result_for_every_thread_count(rng):
+    q = TokenSets.from_ids(rng.integers(0, 400, (300, 12)))
+    r = TokenSets.from_ids(rng.integers(0, 400, (5000, 12)))
+    runs = [stream_max_overlap(q, _chunks((r,), [1500]), top_k=2, n_threads=nt, index=how)
+            for nt in (1, 2, 4) for how in ("chunk", "queries")]
+    for res in runs[1:]:
+        np.testing.assert_array_equal(res.score, runs[0].score)
+        np.testing.assert_array_equal(res.index, runs[0].index)
+
+
 def test_merger_validates():
     q = TokenSets.from_texts(["a b"])
     m = StreamMerger(q)

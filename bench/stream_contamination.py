@@ -1,0 +1,202 @@
+"""Contamination check of an eval set against a generated corpus bigger than memory.
+
+Writes a corpus of JSONL shards (default 5 GB) into a temporary directory,
+plants eval samples that are light edits of known corpus rows, then runs
+:func:`overlap.stream.scan_stream` in a fresh process and records its wall
+time and peak resident memory (``VmHWM``), and the memory of a process that
+only imported the library, for comparison.  The corpus is deleted at the end
+(``--keep`` keeps it).  Nothing here is committed data: the corpus is made on
+the fly from a seed.
+
+Run from the repository root::
+
+    python -m bench.stream_contamination                 # 5 GB, about 3 GB of RAM is NOT needed
+    python -m bench.stream_contamination --gb 0.5 --chunk-rows 65536
+    python -m bench.stream_contamination --gb 0.2 --compare-index   # chunk vs queries index
+
+Corpus rows are "samples" of 10-60 tokens drawn from a Zipf vocabulary of
+100,000 words, each with a unique id token (so no two rows are equal); about
+210 bytes a row in JSONL.  The eval set has ``--eval`` samples: half are
+copies of corpus rows spread over the whole corpus with one token dropped
+(ratio about 0.98), half are fresh random samples.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+VOCAB = 100_000
+POOL = 1 << 20  # distinct token sequences; each written row adds its own id token
+
+
+def _status(key: str) -> int:
+    """A /proc/self/status field in bytes (VmHWM: peak RSS, VmRSS: current)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    return -1
+
+
+def _pool(rng: np.random.Generator) -> list[str]:
+    p = 1.0 / np.arange(1, VOCAB + 1) ** 1.1
+    cdf = np.cumsum(p / p.sum())
+    lens = rng.integers(10, 61, POOL)
+    ids = np.searchsorted(cdf, rng.random(int(lens.sum())))
+    words = [f"w{i}" for i in range(VOCAB)]
+    out, pos = [], 0
+    for n in lens.tolist():
+        out.append(" ".join([words[i] for i in ids[pos:pos + n].tolist()]))
+        pos += n
+    return out
+
+
+def row_text(pool: list[str], r: int) -> str:
+    """Corpus row ``r``: a pool entry (in a row-dependent order) plus a unique id token."""
+    return f"{pool[(r * 7919) % POOL]} d{r}"
+
+
+def generate(out_dir: str, gb: float, shard_mb: int, seed: int) -> tuple[int, list[str]]:
+    """Write the shards; return the row count and the pool (to derive eval samples)."""
+    rng = np.random.default_rng(seed)
+    pool = _pool(rng)
+    target = int(gb * 1e9)
+    written, r, shard = 0, 0, 0
+    t0 = time.perf_counter()
+    while written < target:
+        path = os.path.join(out_dir, f"part-{shard:05d}.jsonl")
+        with open(path, "w", buffering=1 << 20) as f:
+            size = 0
+            while size < shard_mb * 1_000_000 and written + size < target:
+                lines = [f'{{"text": "{row_text(pool, r + i)}", "id": {r + i}}}\n'
+                         for i in range(10_000)]
+                block = "".join(lines)
+                f.write(block)
+                size += len(block)
+                r += len(lines)
+        written += size
+        shard += 1
+        print(f"generate: {written / 1e9:.2f}/{gb:.2f} GB, {r} rows, "
+              f"{time.perf_counter() - t0:.0f}s", file=sys.stderr, flush=True)
+    return r, pool
+
+
+def eval_set(pool: list[str], n_rows: int, n_eval: int, seed: int):
+    rng = np.random.default_rng(seed + 1)
+    planted = np.sort(rng.choice(n_rows, n_eval // 2, replace=False))
+    texts = []
+    for r in planted.tolist():
+        toks = row_text(pool, r).split()
+        del toks[rng.integers(0, len(toks) - 1)]  # drop one token (never the id)
+        texts.append(" ".join(toks))
+    fresh = _pool(np.random.default_rng(seed + 2))[: n_eval - len(planted)]
+    texts += [t + " fresh" for t in fresh]
+    return texts, planted
+
+
+def scan(args) -> None:
+    """Child process: scan and print one JSON line of figures."""
+    import overlap
+    from overlap.stream import scan_stream
+
+    base = _status("VmRSS")
+    with open(args.eval_file) as f:
+        ev = json.load(f)
+    t0 = time.perf_counter()
+    res = scan_stream(ev, args.scan, chunk_rows=args.chunk_rows, min_score=args.min_score,
+                      index=args.index, n_threads=args.threads, progress=True)
+    secs = time.perf_counter() - t0
+    print(json.dumps({
+        "seconds": secs, "rows": res.n_references, "bytes": res.nbytes,
+        "peak_rss": _status("VmHWM"), "rss_after_import": base, "chunks": res.chunks,
+        "index": res.index.tolist(), "score": res.score.tolist(),
+        "version": overlap.__version__,
+    }))
+
+
+def run_scan(corpus: str, ev_path: str, args, index: str) -> dict:
+    cmd = [sys.executable, "-m", "bench.stream_contamination", "--scan", corpus,
+           "--eval-file", ev_path, "--chunk-rows", str(args.chunk_rows),
+           "--min-score", str(args.min_score), "--index", index]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--gb", type=float, default=5.0, help="corpus size in GB (default 5)")
+    ap.add_argument("--shard-mb", type=int, default=500, help="shard size in MB (default 500)")
+    ap.add_argument("--eval", type=int, default=1000, help="eval samples (default 1000)")
+    ap.add_argument("--chunk-rows", type=int, default=65536, help="rows per chunk (default 65536)")
+    ap.add_argument("--min-score", type=float, default=0.0, help="min_score (default 0)")
+    ap.add_argument("--index", default="auto", help="auto, chunk or queries (default auto)")
+    ap.add_argument("--compare-index", action="store_true",
+                    help="scan with index=chunk and index=queries too, and check equality")
+    ap.add_argument("--threads", type=int, default=None, help="kernel threads (default all)")
+    ap.add_argument("--dir", default=None, help="where to write the corpus (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the corpus afterwards")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--scan", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--eval-file", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.scan:
+        return scan(args)
+
+    work = tempfile.mkdtemp(prefix="overlap-stream-", dir=args.dir)
+    corpus = os.path.join(work, "corpus")
+    os.mkdir(corpus)
+    try:
+        free = shutil.disk_usage(work).free
+        if free < args.gb * 1e9 * 1.1:
+            raise SystemExit(f"{work}: {free / 1e9:.1f} GB free, the corpus needs {args.gb} GB")
+        t0 = time.perf_counter()
+        n_rows, pool = generate(corpus, args.gb, args.shard_mb, args.seed)
+        gen_s = time.perf_counter() - t0
+        texts, planted = eval_set(pool, n_rows, args.eval, args.seed)
+        ev_path = os.path.join(work, "eval.json")
+        with open(ev_path, "w") as f:
+            json.dump(texts, f)
+        runs = {args.index: run_scan(corpus, ev_path, args, args.index)}
+        if args.compare_index:
+            for how in ("chunk", "queries"):
+                if how not in runs:
+                    runs[how] = run_scan(corpus, ev_path, args, how)
+            first = next(iter(runs.values()))
+            for how, r in runs.items():
+                assert r["index"] == first["index"] and r["score"] == first["score"], how
+        main_run = runs[args.index]
+        idx = np.array(main_run["index"])
+        score = np.array(main_run["score"])
+        found = int((idx[: len(planted)] == planted).sum())
+        size = sum(os.path.getsize(os.path.join(corpus, p)) for p in os.listdir(corpus))
+        print(f"corpus: {size / 1e9:.2f} GB in {len(os.listdir(corpus))} shards, {n_rows} rows "
+              f"(generated in {gen_s:.0f}s); eval: {len(texts)} samples, {len(planted)} planted")
+        for how, r in runs.items():
+            print(f"scan index={how}: {r['seconds']:.0f}s "
+                  f"({r['bytes'] / 1e6 / r['seconds']:.1f} MB/s, "
+                  f"{r['rows'] / r['seconds']:.0f} rows/s), peak RSS "
+                  f"{r['peak_rss'] / 1e6:.0f} MB (after import: "
+                  f"{r['rss_after_import'] / 1e6:.0f} MB), chunks {r['chunks']}")
+        print(f"planted found at their source row: {found}/{len(planted)}; "
+              f"eval samples with score >= 0.8: {int((score >= 0.8).sum())}, "
+              f"== 1.0: {int((score == 1.0).sum())}; chunk_rows={args.chunk_rows}")
+    finally:
+        if args.keep:
+            print(f"corpus kept in {corpus}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
