@@ -397,3 +397,26 @@ def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
             zero_moments(&out[s, 0])
             for c in range(n_chunks):
                 merge_moments(&out[s, 0], &parts[c, s, 0])
+
+
+# ---------------------------------------------------------------- grouped Kendall
+
+def segment_inversions(int[::1] a, const Py_ssize_t[::1] offsets, int64_t[::1] out,
+                       int n_threads):
+    """out[g] = strict inversions of a[offsets[g]:offsets[g + 1]] (each segment
+    is sorted in place).  Segments are handed out dynamically to the threads;
+    integer counts, so the thread count cannot change the result."""
+    cdef Py_ssize_t G = offsets.shape[0] - 1, g, n = a.shape[0]
+    if n == 0:
+        for g in range(G):
+            out[g] = 0
+        return
+    buf_arr = np.empty(n, dtype=np.intc)
+    cdef int[::1] buf = buf_arr
+    with nogil:
+        for g in prange(G, num_threads=n_threads, schedule='dynamic', chunksize=1):
+            if offsets[g + 1] > offsets[g]:
+                out[g] = sort_count(&a[offsets[g]], &buf[offsets[g]],
+                                    offsets[g + 1] - offsets[g])
+            else:
+                out[g] = 0

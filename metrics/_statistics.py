@@ -274,16 +274,27 @@ def _n_distinct(v, tab, axis):
 
 def _kendall_core(x, y, nt, alternative, method="auto", tab=None, variant="b"):
     """tau (variant "b" or "c") and its p-value for data without NaN, n >= 2."""
-    n = x.shape[0]
-    dis, xtie, ytie, ntie, x0, x1, y0, y1 = _kendall_counts(x, y, nt, tab)
+    counts = _kendall_counts(x, y, nt, tab)
+    n_distinct = None
+    if variant == "c":
+        n_distinct = min(_n_distinct(x, tab, 0), _n_distinct(y, tab, 1))
+    return _kendall_from_counts(x.shape[0], *counts, alternative, method, n_distinct)
+
+
+def _kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
+                         method="auto", n_distinct=None):
+    """tau and p from the pair counts (scipy.stats.kendalltau's formulas).
+
+    ``n_distinct`` (min of the distinct x and y values) selects tau-c.
+    """
     tot = n * (n - 1) // 2
     if xtie == tot or ytie == tot:
         return math.nan, math.nan
     con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
-    if variant == "b":
+    if n_distinct is None:
         tau = con_minus_dis / np.sqrt(np.float64(tot - xtie)) / np.sqrt(np.float64(tot - ytie))
     else:  # Stuart's tau-c: 2 (C - D) / (n^2 (m - 1) / m), m = min(distinct x, distinct y)
-        m = min(_n_distinct(x, tab, 0), _n_distinct(y, tab, 1))
+        m = n_distinct
         tau = 2 * con_minus_dis / (n**2 * (m - 1) / m)
     tau = float(np.clip(tau, -1.0, 1.0))
     if method == "exact" and (xtie != 0 or ytie != 0):
