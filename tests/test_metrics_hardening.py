@@ -67,9 +67,9 @@ def test_default_threads_run_one_thread_for_a_million_pairs(monkeypatch):
     seen = []
     real = _corr.comoments
 
-    def spy(x, y, nt):
+    def spy(x, y, nt, *rest):
         seen.append(nt)
-        return real(x, y, nt)
+        return real(x, y, nt, *rest)
 
     monkeypatch.setattr(_corr, "comoments", spy)
     rng = np.random.default_rng(0)
