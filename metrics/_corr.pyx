@@ -12,7 +12,8 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uint64_t
 from metrics._sortcount cimport insertion_count, merge_count, sort_count
-from metrics._moments cimport MOMENT_FIELDS, block_moments, merge_moments, zero_moments
+from metrics._moments cimport (MOMENT_FIELDS, block_moments, block_moments_plain,
+                               merge_moments, zero_moments)
 
 from overlap._openmp cimport omp_get_thread_num
 
@@ -45,12 +46,15 @@ cdef void _segment_moments(const double* x, const double* y, Py_ssize_t n,
         start += m
 
 
-def comoments(const double[::1] x, const double[::1] y, int n_threads):
+def comoments(const double[::1] x, const double[::1] y, int n_threads, bint anchored=True):
     """Return (n, mean_x, mean_y, Sxx, Syy, Sxy) of paired data.
 
     Chunks of CHUNK pairs are reduced in parallel (two passes over each chunk,
-    from cache, anchored at a data value), then merged left to right, so the
-    result is the same for every thread count.  The chunk index is handed out
+    from cache), then merged left to right, so the result is the same for
+    every thread count.  ``anchored`` selects the corrected two-pass blocks
+    that stay exact under a large common offset; without it the faster plain
+    blocks are used (exact only when the mean is not large against the
+    spread -- the caller checks, see _statistics._pearson_statistic).  The chunk index is handed out
     dynamically: on a busy machine the free threads take the work of a
     descheduled one.
     """
@@ -69,7 +73,10 @@ def comoments(const double[::1] x, const double[::1] y, int n_threads):
                 m = n - start
                 if m > CHUNK:
                     m = CHUNK
-                block_moments(&x[start], &y[start], m, &parts[c, 0])
+                if anchored:
+                    block_moments(&x[start], &y[start], m, &parts[c, 0])
+                else:
+                    block_moments_plain(&x[start], &y[start], m, &parts[c, 0])
         else:
             for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic',
                             chunksize=4):
@@ -77,7 +84,10 @@ def comoments(const double[::1] x, const double[::1] y, int n_threads):
                 m = n - start
                 if m > CHUNK:
                     m = CHUNK
-                block_moments(&x[start], &y[start], m, &parts[c, 0])
+                if anchored:
+                    block_moments(&x[start], &y[start], m, &parts[c, 0])
+                else:
+                    block_moments_plain(&x[start], &y[start], m, &parts[c, 0])
         zero_moments(acc)
         for c in range(n_chunks):
             merge_moments(acc, &parts[c, 0])
@@ -397,3 +407,26 @@ def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
             zero_moments(&out[s, 0])
             for c in range(n_chunks):
                 merge_moments(&out[s, 0], &parts[c, s, 0])
+
+
+# ---------------------------------------------------------------- grouped Kendall
+
+def segment_inversions(int[::1] a, const Py_ssize_t[::1] offsets, int64_t[::1] out,
+                       int n_threads):
+    """out[g] = strict inversions of a[offsets[g]:offsets[g + 1]] (each segment
+    is sorted in place).  Segments are handed out dynamically to the threads;
+    integer counts, so the thread count cannot change the result."""
+    cdef Py_ssize_t G = offsets.shape[0] - 1, g, n = a.shape[0]
+    if n == 0:
+        for g in range(G):
+            out[g] = 0
+        return
+    buf_arr = np.empty(n, dtype=np.intc)
+    cdef int[::1] buf = buf_arr
+    with nogil:
+        for g in prange(G, num_threads=n_threads, schedule='dynamic', chunksize=1):
+            if offsets[g + 1] > offsets[g]:
+                out[g] = sort_count(&a[offsets[g]], &buf[offsets[g]],
+                                    offsets[g + 1] - offsets[g])
+            else:
+                out[g] = 0

@@ -112,11 +112,42 @@ def _near_constant(sxx, syy, mx, my) -> bool:
     return math.sqrt(sxx) < _EPS75 * abs(mx) or math.sqrt(syy) < _EPS75 * abs(my)
 
 
+# The plain co-moment blocks lose about 30 eps * |mean| / spread of r (chunk
+# means stored as doubles); up to this ratio that is below 1e-13, beyond it
+# the anchored blocks are used (metrics/_moments.pxd).
+OFFSET_RATIO = 4.0
+
+
+def _offset_dominates(n, mx, my, sxx, syy) -> bool:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return not (abs(mx) <= OFFSET_RATIO * math.sqrt(sxx / n)
+                    and abs(my) <= OFFSET_RATIO * math.sqrt(syy / n))
+
+
+def _comoments(x, y, nt):
+    """(n, mean_x, mean_y, Sxx, Syy, Sxy), exact to ~1e-13 under any offset.
+
+    A probe of the first 4096 pairs picks the kernel; the plain one's answer
+    is checked and redone anchored when the offset turns out to dominate.
+    """
+    threads = _work_threads(nt, x.shape[0])
+    head_x, head_y = x[:4096], y[:4096]
+    with np.errstate(invalid="ignore", over="ignore"):
+        probe = _offset_dominates(head_x.shape[0], float(head_x.mean()), float(head_y.mean()),
+                                  float(head_x.var()) * head_x.shape[0],
+                                  float(head_y.var()) * head_y.shape[0])
+    res = _corr.comoments(x, y, threads, probe)
+    n, mx, my, sxx, syy, _ = res
+    if not probe and all(map(math.isfinite, res)) and _offset_dominates(n, mx, my, sxx, syy):
+        res = _corr.comoments(x, y, threads, True)
+    return res
+
+
 def _pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
     """Pearson r with scipy's warnings and NaN rules (inputs without NaN handling)."""
     if x.shape[0] <= SMALL_N:
         return _pearson_small(x, y, warn_stacklevel)
-    n, mx, my, sxx, syy, sxy = _corr.comoments(x, y, _work_threads(nt, x.shape[0]))
+    n, mx, my, sxx, syy, sxy = _comoments(x, y, nt)
     if _moments_usable(sxx, syy, sxy):
         if _near_constant(sxx, syy, mx, my):
             warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG),
@@ -129,7 +160,7 @@ def _pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         return math.nan
     xs, ys = _pow2_scale(x), _pow2_scale(y)
-    n, mxs, mys, sxx, syy, sxy = _corr.comoments(xs, ys, _work_threads(nt, x.shape[0]))
+    n, mxs, mys, sxx, syy, sxy = _comoments(xs, ys, nt)
     if _near_constant(sxx, syy, mxs, mys):
         warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG), stacklevel=warn_stacklevel)
     if sxx == 0 or syy == 0:
@@ -274,16 +305,27 @@ def _n_distinct(v, tab, axis):
 
 def _kendall_core(x, y, nt, alternative, method="auto", tab=None, variant="b"):
     """tau (variant "b" or "c") and its p-value for data without NaN, n >= 2."""
-    n = x.shape[0]
-    dis, xtie, ytie, ntie, x0, x1, y0, y1 = _kendall_counts(x, y, nt, tab)
+    counts = _kendall_counts(x, y, nt, tab)
+    n_distinct = None
+    if variant == "c":
+        n_distinct = min(_n_distinct(x, tab, 0), _n_distinct(y, tab, 1))
+    return _kendall_from_counts(x.shape[0], *counts, alternative, method, n_distinct)
+
+
+def _kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
+                         method="auto", n_distinct=None):
+    """tau and p from the pair counts (scipy.stats.kendalltau's formulas).
+
+    ``n_distinct`` (min of the distinct x and y values) selects tau-c.
+    """
     tot = n * (n - 1) // 2
     if xtie == tot or ytie == tot:
         return math.nan, math.nan
     con_minus_dis = tot - xtie - ytie + ntie - 2 * dis
-    if variant == "b":
+    if n_distinct is None:
         tau = con_minus_dis / np.sqrt(np.float64(tot - xtie)) / np.sqrt(np.float64(tot - ytie))
     else:  # Stuart's tau-c: 2 (C - D) / (n^2 (m - 1) / m), m = min(distinct x, distinct y)
-        m = min(_n_distinct(x, tab, 0), _n_distinct(y, tab, 1))
+        m = n_distinct
         tau = 2 * con_minus_dis / (n**2 * (m - 1) / m)
     tau = float(np.clip(tau, -1.0, 1.0))
     if method == "exact" and (xtie != 0 or ytie != 0):

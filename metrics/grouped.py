@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _corr
-from ._pvalues import _pearson_pvalue
+from ._pvalues import _pearson_pvalue, _t_pvalue
 from ._results import (
     _EPS75,
     _NAN_RAISE_MSG,
@@ -22,6 +22,7 @@ from ._statistics import (
     MIN_PAIRS_PER_THREAD,
     SMALL_N,
     _has_nan,
+    _kendall_from_counts,
     _moments_usable,
     _near_constant,
     _pearson_small,
@@ -134,8 +135,9 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     group's result equals ``method(x[groups == g], y[groups == g])``: Pearson's
     per-group co-moments come from one parallel pass over integer group codes
     (groups of at most ``SMALL_N`` rows take the same scipy-arithmetic route as
-    ``pearson`` does, so their p-values agree to the last bit); Spearman and
-    Kendall run per group.
+    ``pearson`` does, so their p-values agree to the last bit).  Spearman and
+    Kendall over many small groups are ranked in one sort of all rows; a few
+    big groups are scored one call each.
 
     Groups with fewer than 2 rows get NaN with a ``SmallSampleWarning``
     instead of an error.  Labels come back as given (same type and value).
@@ -202,6 +204,14 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
                 results[lab] = PearsonResult(
                     r, _pearson_pvalue(r, c, alternative), c, "pearson", alternative)
                 sizes[lab] = c
+    elif x.shape[0] <= RANKED_TOGETHER_MAX_MEAN * n_slots and not _has_nan(x, y):
+        ranked = _grouped_ranked(method, x, y, codes - base if base else codes, n_slots,
+                                 alternative, nt)
+        if ranked is not None:
+            for s, (c, stat, p) in ranked.items():
+                lab = label_of(s)
+                results[lab] = CorrelationResult(stat, p, c, method, alternative)
+                sizes[lab] = c
     if not results:
         order, sorted_codes, starts, ends = _group_rows(codes)
         for a, b in zip(starts, ends):
@@ -223,6 +233,103 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     if overall is None:
         overall = func(x, y, **kw)
     return GroupedResult(results, overall, method, sizes)
+
+
+# Spearman/Kendall: groups averaging at most this many rows are ranked in one
+# sort of all rows (no per-group work in Python); bigger groups go one call
+# each, where the radix and contingency-table kernels of a single call win.
+RANKED_TOGETHER_MAX_MEAN = 4096
+
+
+def _runs(*keys):
+    """(run_starts, run_lengths) of equal consecutive tuples of ``keys``."""
+    n = keys[0].shape[0]
+    new = np.zeros(n, dtype=bool)
+    new[0] = True
+    for k in keys:
+        new[1:] |= k[1:] != k[:-1]
+    starts = np.flatnonzero(new)
+    return starts, np.diff(np.append(starts, n))
+
+
+def _tie_sums_by_slot(slot_of_run, lengths, n_slots):
+    """Per slot: sum C(c, 2) (int), sum c(c-1)(c-2), sum c(c-1)(2c+5) over runs."""
+    c = lengths.astype(np.float64)
+    pairs = np.bincount(slot_of_run, weights=c * (c - 1) / 2, minlength=n_slots)
+    s0 = np.bincount(slot_of_run, weights=c * (c - 1.0) * (c - 2), minlength=n_slots)
+    s1 = np.bincount(slot_of_run, weights=c * (c - 1.0) * (2 * c + 5), minlength=n_slots)
+    return np.rint(pairs).astype(np.int64), s0, s1
+
+
+def _average_ranks_by_slot(v, slot, seg_start):
+    """Average ranks (1-based) of v within each slot, in one sort of all rows."""
+    order = np.lexsort((v, slot))
+    vs, ss = v[order], slot[order]
+    starts, lengths = _runs(ss, vs)
+    rank = (starts - seg_start[ss[starts]]) + 0.5 * (lengths + 1)
+    out = np.empty(v.shape[0])
+    out[order] = np.repeat(rank, lengths)
+    return out
+
+
+def _grouped_ranked(method, x, y, slot, n_slots, alternative, nt):
+    """Spearman or Kendall of every group from sorts of all rows at once.
+
+    Returns {slot: (n, statistic, pvalue)}, or None for the cases left to the
+    per-group calls (a group under 3 rows, a constant group for Spearman),
+    whose warnings are those of the single-sample function.
+    """
+    counts = np.bincount(slot, minlength=n_slots)
+    present = np.flatnonzero(counts)
+    if counts[present].min() < 3:
+        return None
+    seg_start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    n = counts.astype(np.float64)
+    if method == "spearman":
+        rx = _average_ranks_by_slot(x, slot, seg_start)
+        ry = _average_ranks_by_slot(y, slot, seg_start)
+        mid = 0.5 * (n + 1)
+        dx, dy = rx - mid[slot], ry - mid[slot]   # exact half-integers
+        sxx = np.bincount(slot, weights=dx * dx, minlength=n_slots)[present]
+        syy = np.bincount(slot, weights=dy * dy, minlength=n_slots)[present]
+        sxy = np.bincount(slot, weights=dx * dy, minlength=n_slots)[present]
+        if np.any(sxx == 0) or np.any(syy == 0):
+            return None
+        m = n[present]
+        small = m <= SMALL_N
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = 1.0 / (m - 1)
+            # np.corrcoef's operations (as spearman() on <= SMALL_N rows): the
+            # sums of products of half-integer ranks are exact, so the result
+            # is the same to the last bit
+            r_small = (sxy * f / np.sqrt(sxx * f)) / np.sqrt(syy * f)
+            r_large = sxy / (np.sqrt(sxx) * np.sqrt(syy))
+        r = np.clip(np.where(small, r_small, r_large), -1.0, 1.0)
+        p = np.array([_t_pvalue(rv, int(c), alternative) for rv, c in zip(r, m)])
+        return {int(s): (int(c), float(rv), float(pv))
+                for s, c, rv, pv in zip(present, m, r, p)}
+    # Kendall: dense ranks over all rows keep every within-group comparison
+    xr = np.unique(x, return_inverse=True)[1].ravel()
+    yr = np.unique(y, return_inverse=True)[1].ravel()
+    order = np.lexsort((yr, xr, slot))
+    ss, xs, ys = slot[order], xr[order], yr[order]
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.intp)
+    dis = np.empty(n_slots, dtype=np.int64)
+    _corr.segment_inversions(np.ascontiguousarray(ys, dtype=np.intc), offsets, dis, nt)
+    st, ln = _runs(ss, xs)
+    xtie, x0, x1 = _tie_sums_by_slot(ss[st], ln, n_slots)
+    st, ln = _runs(ss, xs, ys)
+    ntie = _tie_sums_by_slot(ss[st], ln, n_slots)[0]
+    oy = np.lexsort((yr, slot))
+    st, ln = _runs(slot[oy], yr[oy])
+    ytie, y0, y1 = _tie_sums_by_slot(slot[oy][st], ln, n_slots)
+    out = {}
+    for s in present.tolist():
+        c = int(counts[s])
+        tau, p = _kendall_from_counts(c, int(dis[s]), int(xtie[s]), int(ytie[s]),
+                                      int(ntie[s]), x0[s], x1[s], y0[s], y1[s], alternative)
+        out[s] = (c, tau, p)
+    return out
 
 
 def _pooled_pearson(mom, alternative):
