@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._validation import MAX_FIELDS, type_name
+from ._search import MAX_FIELDS
+from ._validation import type_name
 from .tokensets import TokenSets
 
 

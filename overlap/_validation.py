@@ -3,8 +3,8 @@
 Checks run in the Python layer before any kernel, never modify their inputs, and
 name the argument that was wrong together with what was expected and what came.
 
-A leaf module: it imports nothing from ``overlap`` but the
-kernels' limits (checks of TokenSets fields live in ``overlap._fields``).
+A leaf module: it imports nothing from ``overlap`` (checks of TokenSets fields
+live in ``overlap._fields``; the kernels' limits come from ``overlap._search``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ from typing import Any
 
 import numpy as np
 
-
-# Limits shared with the kernels, defined once in overlap/_limits.pxd.
-from ._search import MAX_FIELDS, MAX_QUERY_TOKENS, MAX_ROW_MASS  # noqa: E402,F401
 
 #: Largest value of an argument the kernels take as a C ``int``.
 MAX_C_INT = (1 << 31) - 1

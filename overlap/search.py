@@ -13,13 +13,8 @@ from . import _bitslice_index, _index, _search
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
-from ._validation import (
-    MAX_C_INT,
-    MAX_QUERY_TOKENS,
-    MAX_ROW_MASS,
-    check_int,
-    check_unit_interval,
-)
+from ._search import MAX_QUERY_TOKENS, MAX_ROW_MASS
+from ._validation import MAX_C_INT, check_int, check_unit_interval
 from .tokensets import TokenSets
 
 __all__ = [

@@ -32,7 +32,7 @@ from overlap import (
 )
 from overlap import _index
 from overlap._threads import usable_cores
-from overlap._validation import MAX_QUERY_TOKENS
+from overlap._search import MAX_QUERY_TOKENS
 
 # names added by the fixes are imported inside the tests, so that this file
 # also runs (and fails test by test) against the code before them
