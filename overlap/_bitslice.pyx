@@ -431,19 +431,16 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
     cdef uint64_t any_touch = 0, any_cand = 0
     cdef uint64_t* P
     cdef const uint64_t* twf
-    # field 0: the need of every word, from its smallest size
+    # field 0: one need for the block, from its smallest size (references are
+    # sorted by field-0 size, so that is its first one)
     twf = s.tw
+    min_need = need_for(s, 0, X.zs[w0 * 64])
+    if min_need > s.m[0]:
+        return  # no reference of this block reaches thr in field 0
     for j in range(BS_BLOCK):
-        w = w0 + j
-        need = need_for(s, 0, X.wzmin[w])
-        if need > s.m[0]:
-            need = IMPOSSIBLE  # no reference of this word reaches thr in field 0
-        else:
-            any_touch |= twf[w]
-            if min_need < 0 or need < min_need:
-                min_need = need
-        s.need[j] = need
-    if min_need < 0 or (min_need > s.nd[0] and any_touch == 0):
+        any_touch |= twf[w0 + j]
+        s.need[j] = min_need
+    if min_need > s.nd[0] and any_touch == 0:
         return
     s.n_blocks += 1
     P = s.P
@@ -454,8 +451,7 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
         for j in range(BS_BLOCK):
             s.cand[j] = 0
     for j in range(BS_BLOCK):
-        if s.need[j] != IMPOSSIBLE:
-            s.cand[j] |= twf[w0 + j]
+        s.cand[j] |= twf[w0 + j]
         any_cand |= s.cand[j]
     if self_r >= 0 and (self_r >> 6) - w0 >= 0 and (self_r >> 6) - w0 < BS_BLOCK:
         s.cand[(self_r >> 6) - w0] &= ~((<uint64_t>1) << (self_r & 63))
@@ -500,7 +496,9 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
         s.n_cand += 1
         sc = 2.0
         for f in range(X.F):
-            c = s.rc[f * X.n + r]
+            c = 0
+            if (s.tw[f * X.nw + w0 + j] >> x) & 1:
+                c = s.rc[f * X.n + r]  # read only where a rare token touched r
             if s.nd[f] > 0:
                 c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
             d = dice(c, s.q[f], X.zs[f * X.n + r])
@@ -565,9 +563,9 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
         if up >= nblk:
             up = nblk - 1
         down = up - 1
+        bu = block_bound(X, s, up)
+        bd = block_bound(X, s, down)
         while True:
-            bu = block_bound(X, s, up) if up < nblk else -1.0
-            bd = block_bound(X, s, down) if down >= 0 else -1.0
             if bu <= 0.0 or bu < s.thr:
                 up = nblk
                 bu = -1.0
@@ -585,9 +583,11 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
             if bu >= bd:
                 scan_block(X, up, k, floor_score, self_r, s, kern)
                 up += 1
+                bu = block_bound(X, s, up)
             else:
                 scan_block(X, down, k, floor_score, self_r, s, kern)
                 down -= 1
+                bd = block_bound(X, s, down)
     reset_query(X, s)
 
 
