@@ -239,6 +239,13 @@ def test_cost_model_and_switch(monkeypatch):
     assert _bitslice_index.choose_path(bags, 5) == "postings"
     monkeypatch.setattr(_bitslice_index, "FORCE_PATH", None)
     assert _bitslice_index.choose_path(sets, 5) == "postings"  # tiny corpus
+    many = (TokenSets.from_ids([[1, 2, i] for i in range(_bitslice_index.MIN_REFS)]),)
+    assert _bitslice_index.choose_path(many, 5) == "bitslice"
+    assert _bitslice_index.choose_path(many, 5, min_score=0.95) == "postings"
+    # no token is frequent enough for a bitmap: the postings kernel runs
+    idx = OverlapIndex(TokenSets.from_ids([[i] for i in range(_bitslice_index.MIN_REFS)]))
+    idx.max_overlap(TokenSets.from_ids([[3]]))
+    assert idx._bitslice.index.n_rows == 0 and idx._index.last_stats is not None
     monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "fast")
     with pytest.raises(ValueError, match="FORCE_PATH"):
         _bitslice_index.choose_path(sets, 5)
