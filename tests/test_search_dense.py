@@ -96,7 +96,7 @@ def corpus(draw, n_fields, min_rows=0, max_rows=40):
        level=st.sampled_from(LEVELS), max_rows=st.sampled_from([1, 3, 1 << 16]))
 def test_bitslice_matches_brute_force(data, top_k, min_score, level, max_rows):
     """Random corpora; MAX_ROWS=1 or 3 sends the excess frequent tokens down the rare path."""
-    nf = data.draw(st.integers(1, 2))
+    nf = data.draw(st.integers(1, 3))
     q = data.draw(corpus(nf))
     r = data.draw(corpus(nf, min_rows=1))
     with forced(level=level, MAX_ROWS=max_rows):
