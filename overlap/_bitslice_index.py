@@ -12,13 +12,17 @@ Tests force a path with :data:`FORCE_PATH` (``None``, ``"bitslice"`` or
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from . import _bitslice, _search
 
 #: ``None`` chooses by cost; ``"bitslice"`` or ``"postings"`` forces a path
-#: wherever the bit-sliced kernel supports the call (tests run both).
-FORCE_PATH: str | None = None
+#: wherever the bit-sliced kernel supports the call (tests run both).  The
+#: environment variable ``OVERLAP_SEARCH_PATH`` sets it for a whole process
+#: (e.g. a CLI test that needs a scan slow enough to interrupt).
+FORCE_PATH: str | None = os.environ.get("OVERLAP_SEARCH_PATH") or None
 
 #: A token gets a bitmap when its document frequency is at least this ...
 MIN_DF = 32

@@ -275,3 +275,16 @@ def test_simd_levels_are_validated():
     with pytest.raises(ValueError, match="level"):
         _bitslice.set_simd_level(-1)
     assert _bitslice.LEVEL_NAMES[_bitslice.simd_level()] in ("portable", "avx2", "avx512")
+
+
+def test_dialogue_hint_never_hides_a_lower_identical_reference(dense):
+    # query 5's best is reference 2, so query 6 first scores reference 3 (the
+    # hint): identical to it, but reference 0 is identical too and lower
+    rows = [[5, 6, 7], [1, 2, 3], [1, 2, 3, 4], [5, 6, 7], [10], [1, 2, 3, 4], [5, 6, 7]]
+    ts = TokenSets.from_ids(rows)
+    for k in (1, 2):
+        got = max_overlap(ts, None, top_k=k, n_threads=1)
+        ws, wi = ref_top_k([rows], None, k, 0.0)
+        np.testing.assert_array_equal(got.score.reshape(-1, k), ws)
+        np.testing.assert_array_equal(got.index.reshape(-1, k), wi)
+    assert wi[6].tolist() == [0, 3]
