@@ -130,7 +130,7 @@ def test_ours_prebuilt_index(benchmark, workload, train, index_2f, index_ctx, in
     res = benchmark(idx.max_overlap, q, top_k=top_k, n_threads=n_threads)
     _check(res, expected[group])
     nq = len(idx) if q is None else (len(q) if isinstance(q, overlap.TokenSets) else len(q[0]))
-    kernel = _bitslice_index.choose_path(idx._fields, nq)
+    kernel = _bitslice_index.choose_path(idx._fields, nq, 0.0)
     describe(benchmark, workload, n_queries=nq, n_references=len(idx), fields=idx.n_fields,
              top_k=top_k, side="ours", kernel=kernel,
              timed="max_overlap on prebuilt index" + (" (all vs rest)" if q is None else ""),

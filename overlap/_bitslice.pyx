@@ -163,6 +163,9 @@ ctypedef struct Scratch:
     int nk
     int64_t n_blocks         # blocks counted
     int64_t n_cand           # references scored
+    int64_t prev_q           # the previous query this thread handled, and its best match
+    int64_t prev_best
+    int64_t seed_r           # renumbered reference scored before the scan (-1: none)
 
 
 cdef class BitsliceIndex:
@@ -431,19 +434,16 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
     cdef uint64_t any_touch = 0, any_cand = 0
     cdef uint64_t* P
     cdef const uint64_t* twf
-    # field 0: the need of every word, from its smallest size
+    # field 0: one need for the block, from its smallest size (references are
+    # sorted by field-0 size, so that is its first one)
     twf = s.tw
+    min_need = need_for(s, 0, X.zs[w0 * 64])
+    if min_need > s.m[0]:
+        return  # no reference of this block reaches thr in field 0
     for j in range(BS_BLOCK):
-        w = w0 + j
-        need = need_for(s, 0, X.wzmin[w])
-        if need > s.m[0]:
-            need = IMPOSSIBLE  # no reference of this word reaches thr in field 0
-        else:
-            any_touch |= twf[w]
-            if min_need < 0 or need < min_need:
-                min_need = need
-        s.need[j] = need
-    if min_need < 0 or (min_need > s.nd[0] and any_touch == 0):
+        any_touch |= twf[w0 + j]
+        s.need[j] = min_need
+    if min_need > s.nd[0] and any_touch == 0:
         return
     s.n_blocks += 1
     P = s.P
@@ -454,11 +454,12 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
         for j in range(BS_BLOCK):
             s.cand[j] = 0
     for j in range(BS_BLOCK):
-        if s.need[j] != IMPOSSIBLE:
-            s.cand[j] |= twf[w0 + j]
+        s.cand[j] |= twf[w0 + j]
         any_cand |= s.cand[j]
     if self_r >= 0 and (self_r >> 6) - w0 >= 0 and (self_r >> 6) - w0 < BS_BLOCK:
         s.cand[(self_r >> 6) - w0] &= ~((<uint64_t>1) << (self_r & 63))
+    if s.seed_r >= 0 and (s.seed_r >> 6) - w0 >= 0 and (s.seed_r >> 6) - w0 < BS_BLOCK:
+        s.cand[(s.seed_r >> 6) - w0] &= ~((<uint64_t>1) << (s.seed_r & 63))
     # the other fields filter the survivors
     for f in range(1, F):
         if any_cand == 0:
@@ -500,7 +501,9 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
         s.n_cand += 1
         sc = 2.0
         for f in range(X.F):
-            c = s.rc[f * X.n + r]
+            c = 0
+            if (s.tw[f * X.nw + w0 + j] >> x) & 1:
+                c = s.rc[f * X.n + r]  # read only where a rare token touched r
             if s.nd[f] > 0:
                 c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
             d = dice(c, s.q[f], X.zs[f * X.n + r])
@@ -509,6 +512,38 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
         if sc > 0.0 and sc >= s.thr:
             topk_insert(s, k, sc, X.order[r])
             update_threshold(s, k, floor_score)
+
+
+cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
+                    double floor_score) noexcept nogil:
+    """Score renumbered reference r exactly from the query's rows and rare counts."""
+    cdef int f, t
+    cdef int64_t c
+    cdef double sc = 2.0, d
+    cdef const uint64_t* row
+    for f in range(X.F):
+        c = s.rc[f * X.n + r]
+        for t in range(s.nd[f]):
+            row = s.rows[f * s.rowcap + t]
+            c += (row[r >> 6] >> (r & 63)) & 1
+        d = dice(c, s.q[f], X.zs[f * X.n + r])
+        if d < sc:
+            sc = d
+    s.n_cand += 1
+    if sc > 0.0 and sc >= s.thr:
+        topk_insert(s, k, sc, X.order[r])
+        update_threshold(s, k, floor_score)
+
+
+cdef inline bint seed_kept(const BIndex* X, const Scratch* s) noexcept nogil:
+    """Whether the seed reference is among the current top-k."""
+    cdef int e
+    if s.seed_r < 0:
+        return False
+    for e in range(s.nk):
+        if s.ki[e] == X.order[s.seed_r]:
+            return True
+    return False
 
 
 cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern) noexcept nogil:
@@ -549,9 +584,20 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
     s.nk = 0
     s.epoch += 1
     s.thr = floor_score
+    s.seed_r = -1
     if prepare_query(Q, qi, X, s):
         if exclude:
             self_r = X.rank[qi]
+        if s.prev_q == qi - 1 and s.prev_best >= 0 and s.prev_best + 1 < X.n:
+            # a hint: consecutive queries are often consecutive samples of one
+            # dialogue, whose best matches are consecutive references too;
+            # scoring that reference first only raises thr early (it is then
+            # left out of the scan, so it is never counted twice)
+            s.seed_r = X.rank[s.prev_best + 1]
+            if s.seed_r == self_r:
+                s.seed_r = -1
+            else:
+                score_one(X, s, s.seed_r, k, floor_score)
         # the first reference whose field-0 size is >= m: the bound peaks there
         lo = 0
         hi = X.n
@@ -565,9 +611,9 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
         if up >= nblk:
             up = nblk - 1
         down = up - 1
+        bu = block_bound(X, s, up)
+        bd = block_bound(X, s, down)
         while True:
-            bu = block_bound(X, s, up) if up < nblk else -1.0
-            bd = block_bound(X, s, down) if down >= 0 else -1.0
             if bu <= 0.0 or bu < s.thr:
                 up = nblk
                 bu = -1.0
@@ -576,18 +622,21 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
                 bd = -1.0
             if bu < 0.0 and bd < 0.0:
                 break
-            if s.nk == k and s.ks[k - 1] >= 1.0:
-                # k identical references found: an equal one has the same sizes
-                # in every field, so it lies in the run being scanned upwards
-                # (renumbered by original index within equal sizes): any later
-                # one has a higher index
+            if s.nk == k and s.ks[k - 1] >= 1.0 and not seed_kept(X, s):
+                # k identical references found by the scan: an equal one has
+                # the same sizes in every field, so it lies in the run being
+                # scanned upwards (renumbered by original index within equal
+                # sizes): any later one has a higher index.  (Not so for the
+                # seed, which was scored out of order.)
                 break
             if bu >= bd:
                 scan_block(X, up, k, floor_score, self_r, s, kern)
                 up += 1
+                bu = block_bound(X, s, up)
             else:
                 scan_block(X, down, k, floor_score, self_r, s, kern)
                 down -= 1
+                bd = block_bound(X, s, down)
     reset_query(X, s)
 
 
@@ -617,6 +666,8 @@ cdef int run_queries(const QColl* Q, const BIndex* X, int64_t start, int64_t sto
             s.nstamp = <int64_t*>calloc(F * NEED_CACHE, sizeof(int64_t))
             s.ks = <double*>malloc(k * sizeof(double))
             s.ki = <int64_t*>malloc(k * sizeof(int64_t))
+            s.prev_q = -2
+            s.prev_best = -1
         tid = omp_get_thread_num()
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=8):
@@ -626,6 +677,8 @@ cdef int run_queries(const QColl* Q, const BIndex* X, int64_t start, int64_t sto
                     failed += 1
                     continue
                 search_one(Q, qi, X, k, floor_score, exclude, s, kern)
+                s.prev_q = qi
+                s.prev_best = s.ki[0] if s.nk > 0 else -1
                 for e in range(k):
                     if e < s.nk:
                         out_s[qi * k + e] = s.ks[e]

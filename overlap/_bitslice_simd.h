@@ -6,11 +6,13 @@
  * bit x of word j of plane i (plane 0 holds the least significant bits).
  *
  * bs_add_rows adds n bitmap rows (one per frequent query token) into such a
- * counter.  It is written once as portable C on uint64_t words; the compiler
- * vectorises the inner loops over the BS_BLOCK words.  The same body is
- * compiled again for AVX2 and for AVX-512 with GCC/Clang target attributes and
- * the best variant the CPU supports is chosen at run time (never
- * -march=native).  Every variant computes the same integers.
+ * counter; bs_count_ge compares the counts with a threshold per word.  Each
+ * is written once on GCC/Clang vector types of BS_BLOCK uint64_t words (plain
+ * C loops for other compilers) and compiled three times: for the default
+ * target (portable x86-64, or any other architecture), and with
+ * __attribute__((target("avx2"))) and target("avx512f"); the best variant the
+ * CPU supports is chosen at run time (never -march=native).  Every variant
+ * computes the same integers.
  */
 #ifndef OVERLAP_BITSLICE_SIMD_H
 #define OVERLAP_BITSLICE_SIMD_H
@@ -34,16 +36,6 @@ typedef uint64_t bs_vec __attribute__((vector_size(8 * BS_BLOCK), aligned(8)));
 #define BS_LOAD(p) (*(const bs_vec*)(p))
 #define BS_STORE(p, v) (*(bs_vec*)(p) = (v))
 #define BS_ZERO ((bs_vec){0})
-#define BS_ANY(v) bs_vec_any(v)
-#define BS_VEC_FN static inline __attribute__((always_inline))
-BS_VEC_FN int bs_vec_any(bs_vec v)
-{
-    int j;
-    uint64_t o = 0;
-    for (j = 0; j < BS_BLOCK; j++)
-        o |= v[j];
-    return o != 0;
-}
 #define BS_HAVE_VEC 1
 #else
 #define BS_HAVE_VEC 0

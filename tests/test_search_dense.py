@@ -96,7 +96,7 @@ def corpus(draw, n_fields, min_rows=0, max_rows=40):
        level=st.sampled_from(LEVELS), max_rows=st.sampled_from([1, 3, 1 << 16]))
 def test_bitslice_matches_brute_force(data, top_k, min_score, level, max_rows):
     """Random corpora; MAX_ROWS=1 or 3 sends the excess frequent tokens down the rare path."""
-    nf = data.draw(st.integers(1, 2))
+    nf = data.draw(st.integers(1, 3))
     q = data.draw(corpus(nf))
     r = data.draw(corpus(nf, min_rows=1))
     with forced(level=level, MAX_ROWS=max_rows):
@@ -239,6 +239,13 @@ def test_cost_model_and_switch(monkeypatch):
     assert _bitslice_index.choose_path(bags, 5) == "postings"
     monkeypatch.setattr(_bitslice_index, "FORCE_PATH", None)
     assert _bitslice_index.choose_path(sets, 5) == "postings"  # tiny corpus
+    many = (TokenSets.from_ids([[1, 2, i] for i in range(_bitslice_index.MIN_REFS)]),)
+    assert _bitslice_index.choose_path(many, 5) == "bitslice"
+    assert _bitslice_index.choose_path(many, 5, min_score=0.95) == "postings"
+    # no token is frequent enough for a bitmap: the postings kernel runs
+    idx = OverlapIndex(TokenSets.from_ids([[i] for i in range(_bitslice_index.MIN_REFS)]))
+    idx.max_overlap(TokenSets.from_ids([[3]]))
+    assert idx._bitslice.index.n_rows == 0 and idx._index.last_stats is not None
     monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "fast")
     with pytest.raises(ValueError, match="FORCE_PATH"):
         _bitslice_index.choose_path(sets, 5)
@@ -268,3 +275,16 @@ def test_simd_levels_are_validated():
     with pytest.raises(ValueError, match="level"):
         _bitslice.set_simd_level(-1)
     assert _bitslice.LEVEL_NAMES[_bitslice.simd_level()] in ("portable", "avx2", "avx512")
+
+
+def test_dialogue_hint_never_hides_a_lower_identical_reference(dense):
+    # query 5's best is reference 2, so query 6 first scores reference 3 (the
+    # hint): identical to it, but reference 0 is identical too and lower
+    rows = [[5, 6, 7], [1, 2, 3], [1, 2, 3, 4], [5, 6, 7], [10], [1, 2, 3, 4], [5, 6, 7]]
+    ts = TokenSets.from_ids(rows)
+    for k in (1, 2):
+        got = max_overlap(ts, None, top_k=k, n_threads=1)
+        ws, wi = ref_top_k([rows], None, k, 0.0)
+        np.testing.assert_array_equal(got.score.reshape(-1, k), ws)
+        np.testing.assert_array_equal(got.index.reshape(-1, k), wi)
+    assert wi[6].tolist() == [0, 3]
