@@ -302,7 +302,10 @@ def build_parser() -> argparse.ArgumentParser:
                        description="For every eval sample, its best-matching train sample "
                                    "and their overlap ratio (minimum over fields). Without "
                                    "--train, every sample of the file against all the others "
-                                   "(duplicates within one split).")
+                                   "(duplicates within one split). With --train-stream, the "
+                                   "training corpus (a file or a folder of shards, bigger "
+                                   "than memory) is read chunk by chunk; same result as "
+                                   "--train.")
     s.add_argument("file", nargs="?", metavar="FILE",
                    help="the eval samples (same as --eval)")
     s.add_argument("--eval", metavar="FILE", dest="eval_",
