@@ -79,11 +79,19 @@ class Console:
         """What to hand to the library's ``progress=``: False when quiet."""
         return False if self.quiet else self._update
 
-    def _update(self, done: int, total: int) -> None:
+    @property
+    def byte_progress(self) -> Any:
+        """``progress=`` for a count of bytes read (shown as kB, MB, GB and MB/s)."""
+        return False if self.quiet else self._update_bytes
+
+    def _update_bytes(self, done: int, total: int) -> None:
+        self._update(done, total, unit="B")
+
+    def _update(self, done: int, total: int, unit: str = "sample") -> None:
         if self._bar is not None and (total != self._last[1] or done < self._last[0]):
             self.close_bar()
         if self._bar is None:
-            self._bar = _make_bar(total, self.step, self.err, self.tty)
+            self._bar = _make_bar(total, self.step, self.err, self.tty, unit)
         self._bar.update(done - max(self._last[0], 0))
         self._last = (done, total)
         if done >= total:
@@ -104,8 +112,8 @@ class _TextBar:
     """
 
     def __init__(self, total: int, desc: str, stream: Any, tty: bool,
-                 interval: float = 5.0) -> None:
-        self.total, self.desc, self.done = total, desc, 0
+                 interval: float = 5.0, unit: str = "sample") -> None:
+        self.total, self.desc, self.done, self.unit = total, desc, 0, unit
         self.stream, self.tty, self.interval = stream, tty, interval
         self.start = time.monotonic()
         self.last_shown = -1e9
@@ -113,6 +121,10 @@ class _TextBar:
 
     def _line(self, elapsed: float) -> str:
         pct = 100.0 * self.done / max(self.total, 1)
+        if self.unit == "B":
+            rate = _fmt_bytes(self.done / max(elapsed, 1e-9))
+            return (f"{self.desc}: {_fmt_bytes(self.done)}/{_fmt_bytes(self.total)} "
+                    f"({pct:5.1f}%) {elapsed:5.1f}s, {rate}/s")
         return f"{self.desc}: {self.done:,}/{self.total:,} ({pct:5.1f}%) {elapsed:5.1f}s"
 
     def update(self, n: int) -> None:
@@ -140,19 +152,29 @@ class _TextBar:
         self.stream.flush()
 
 
-def _make_bar(total: int, desc: str, stream: Any, tty: bool) -> Any:
+def _make_bar(total: int, desc: str, stream: Any, tty: bool, unit: str = "sample") -> Any:
     if not tty:  # a log: plain lines, never carriage returns
-        return _TextBar(total, desc, stream, tty)
+        return _TextBar(total, desc, stream, tty, unit=unit)
     try:
         from tqdm.auto import tqdm
     except ImportError:
-        return _TextBar(total, desc, stream, tty)
-    kwargs = dict(total=total, desc=desc, leave=False, unit="sample", dynamic_ncols=True,
-                  file=stream, mininterval=0.5)
+        return _TextBar(total, desc, stream, tty, unit=unit)
+    kwargs = dict(total=total, desc=desc, leave=False, unit=unit, dynamic_ncols=True,
+                  file=stream, mininterval=0.5, unit_scale=unit == "B")
     try:
         return tqdm(delay=1.0, **kwargs)  # shown only once a step has run for a second
     except TypeError:  # tqdm older than 4.60 has no delay
-        return _TextBar(total, desc, stream, tty)
+        return _TextBar(total, desc, stream, tty, unit=unit)
+
+
+def _fmt_bytes(n: float) -> str:
+    """``532 B``, ``1.25 MB``, ``5.00 GB`` (powers of 1000)."""
+    x = float(n)
+    for u in ("B", "kB", "MB", "GB"):
+        if x < 1000:
+            return f"{x:.0f} {u}" if u == "B" else f"{x:.2f} {u}"
+        x /= 1000
+    return f"{x:.2f} TB"
 
 
 def _fmt_s(seconds: float) -> str:
@@ -206,7 +228,7 @@ def _thresholds(text: str) -> tuple:
 
 
 def _tokenizer_names() -> list[str]:
-    from .tokensets import TOKENIZERS
+    from . import TOKENIZERS
 
     return list(TOKENIZERS)
 
@@ -217,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .pipeline.report import AT
     from .pipeline.steps import KEEP
     from .pipeline.tables import FORMATS
+    from .stream_readers import STREAM_FORMATS
 
     at_default = ",".join(f"{t:g}" for t in AT)
     common = argparse.ArgumentParser(add_help=False)
@@ -238,9 +261,10 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--format", choices=FORMATS, default=None,
                        help="input format (default: from the extension: .txt = dailydialog, "
                             ".csv, .tsv, .jsonl/.ndjson, .parquet)")
-    table.add_argument("--fields", default="context,response", metavar="COLS",
+    table.add_argument("--fields", default=None, metavar="COLS",
                        help="comma-separated columns compared; the ratio of two samples is the "
-                            "minimum over them (default: context,response)")
+                            "minimum over them (default: context,response; text with "
+                            "--train-stream)")
     table.add_argument("--turns", type=_positive, default=1, metavar="K",
                        help="context turns when DailyDialog files are cut into (context, "
                             "response) samples (default: 1)")
@@ -278,18 +302,38 @@ def build_parser() -> argparse.ArgumentParser:
                        description="For every eval sample, its best-matching train sample "
                                    "and their overlap ratio (minimum over fields). Without "
                                    "--train, every sample of the file against all the others "
-                                   "(duplicates within one split).")
+                                   "(duplicates within one split). With --train-stream, the "
+                                   "training corpus (a file or a folder of shards, bigger "
+                                   "than memory) is read chunk by chunk; same result as "
+                                   "--train.")
     s.add_argument("file", nargs="?", metavar="FILE",
                    help="the eval samples (same as --eval)")
     s.add_argument("--eval", metavar="FILE", dest="eval_",
                    help="eval samples (e.g. the test split)")
-    s.add_argument("--train", metavar="FILE",
-                   help="training samples (default: none, scan FILE against itself)")
+    train = s.add_mutually_exclusive_group()
+    train.add_argument("--train", metavar="FILE",
+                       help="training samples (default: none, scan FILE against itself)")
+    train.add_argument("--train-stream", metavar="PATH", dest="train_stream",
+                       help="a training corpus bigger than memory: a file or a folder of shard "
+                            "files (read in name order), streamed --chunk-rows rows at a time; "
+                            "the result equals --train on the same rows")
+    s.add_argument("--stream-format", metavar="FMT", dest="stream_format",
+                   help="format of the --train-stream files: " + ", ".join(STREAM_FORMATS)
+                        + " (default: from each extension: .jsonl/.ndjson, .csv, .tsv, "
+                          ".parquet/.pq, .txt/.text = one sample a line, field text; .gz ok)")
+    s.add_argument("--chunk-rows", type=_positive, default=None, metavar="N",
+                   dest="chunk_rows",
+                   help="corpus rows held in memory at a time with --train-stream "
+                        "(default: 65536)")
+    s.add_argument("--min-score", type=_unit, default=None, metavar="S", dest="min_score",
+                   help="with --train-stream: best matches scoring below S are reported as "
+                        "score 0 and no match; 0.5 or more also runs faster (default: 0)")
     s.add_argument("--by", metavar="COLUMN",
                    help="also summarise per value of this eval column (e.g. language)")
     s.add_argument("--out", metavar="FILE",
                    help="per-sample output (.csv, .tsv, .jsonl or .parquet): every eval column, "
-                        "score, the match's index and both texts")
+                        "score, the match's index and both texts (with --train-stream also "
+                        "the match's shard file and row in it)")
     s.add_argument("--summary", metavar="FILE",
                    help="write the summary (per group and overall with --by) as .csv, .tsv, "
                         ".jsonl or .json")
@@ -508,9 +552,8 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
 
 def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
-    from .pipeline.output import Outputs
     from .pipeline.scanning import scan
-    from .pipeline.tables import infer_format, write_table
+    from .pipeline.tables import write_table
 
     nt = effective_n_threads(args.threads, "--threads")
     if args.file and args.eval_:
@@ -518,17 +561,15 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     evalf = args.file or args.eval_
     if not evalf:
         raise UsageError("give the eval file: overlap scan FILE (or --eval FILE) [--train TRAIN]")
-    fields = [f.strip() for f in args.fields.split(",")]
+    if args.train_stream is not None:
+        return _scan_stream(args, con, evalf, nt)
+    for opt, value in (("--stream-format", args.stream_format), ("--chunk-rows", args.chunk_rows),
+                       ("--min-score", args.min_score)):
+        if value is not None:
+            raise UsageError(f"{opt} applies to --train-stream only")
+    fields = [f.strip() for f in (args.fields or "context,response").split(",")]
     inputs = [evalf] + ([args.train] if args.train else [])
-    outs = Outputs(inputs, overwrite=args.overwrite)
-    for path in (args.out, args.summary):
-        if path:
-            if not (path == args.summary and path.lower().endswith(".json")):
-                infer_format(path)
-            outs.file(path)
-    if args.plot:
-        outs.file(args.plot)
-    outs.check()
+    outs = _scan_outputs(args, inputs)
     res = scan(evalf, args.train, fields=fields, at=args.at, by=args.by, turns=args.turns,
                fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
                progress=con.progress, log=con.log)
@@ -553,6 +594,77 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
             shown = _plot(con, outs, args.plot, {"eval": res.score},
                           "Max overlap of eval samples against " +
                           ("train" if args.train else "the rest"))
+        else:
+            con.out(_indent(_text_hist(res.score)))
+    con.out("  " + con.timing_line(nt))
+    for label, path in (("scores", args.out), ("summary", args.summary), ("histogram", shown)):
+        if path:
+            con.out(f"  {label} written to {path}")
+    return 0
+
+
+def _scan_outputs(args: argparse.Namespace, inputs: list) -> Any:
+    """Plan and check ``--out``, ``--summary`` and ``--plot`` of a scan reading ``inputs``."""
+    from .pipeline.output import Outputs
+    from .pipeline.tables import infer_format
+
+    outs = Outputs(inputs, overwrite=args.overwrite)
+    for path in (args.out, args.summary):
+        if path:
+            if not (path == args.summary and path.lower().endswith(".json")):
+                infer_format(path)
+            outs.file(path)
+    if args.plot:
+        outs.file(args.plot)
+    outs.check()
+    return outs
+
+
+def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) -> int:
+    """``overlap scan --train-stream PATH --eval E``: the corpus read chunk by chunk."""
+    from .pipeline.streaming import scan_corpus
+    from .pipeline.tables import write_table
+    from .stream_readers import STREAM_FORMATS, shard_paths
+
+    if args.stream_format is not None and args.stream_format not in STREAM_FORMATS:
+        raise UsageError(f"--stream-format must be one of {', '.join(STREAM_FORMATS)}, "
+                         f"got {args.stream_format!r}")
+    corpus = args.train_stream
+    if not os.path.exists(corpus):
+        raise FileNotFoundError(f"{corpus}: no such file or folder (--train-stream)")
+    try:
+        shards = shard_paths(corpus, args.stream_format)
+    except ValueError as e:  # say it in the command's words
+        raise UsageError(str(e).replace("pass fmt=", "give --stream-format")) from None
+    fields = [f.strip() for f in (args.fields or "text").split(",")]
+    outs = _scan_outputs(args, [evalf, corpus, *shards])
+    chunk_rows = args.chunk_rows or 65536
+    res = scan_corpus(evalf, corpus, fields=fields, at=args.at, by=args.by, turns=args.turns,
+                      fmt=args.format, corpus_format=args.stream_format, chunk_rows=chunk_rows,
+                      min_score=args.min_score or 0.0, tokenizer=args.tokenizer,
+                      ngram=args.ngram, n_threads=nt, progress=con.byte_progress, log=con.log)
+    con.end_step()
+    st = res.stream
+    con.out(f"{evalf} against the stream {corpus} (fields: {', '.join(fields)}; each sample's "
+            f"best match; counts of scores >= each threshold)")
+    con.out("  " + res.summary.format("eval"))
+    con.out(f"  train: {st.n_references:,} samples")
+    con.out(f"  streamed: {len(st.shards):,} shard file(s), {_fmt_bytes(st.nbytes)}, "
+            f"{chunk_rows:,} row{'' if chunk_rows == 1 else 's'} at a time"
+            + (f"; matches below {args.min_score:g} not reported" if args.min_score else ""))
+    if res.groups is not None:
+        con.out(f"  by {args.by} (counts of scores >= each threshold):")
+        con.out(_indent(_indent(res.groups.format())))
+    with outs:
+        if args.out:
+            con.log("write: per-sample scores")
+            write_table(outs.stage(args.out), res.to_table())
+        if args.summary:
+            _write_summary(outs.stage(args.summary), args.summary, res)
+        shown = None
+        if args.plot:
+            shown = _plot(con, outs, args.plot, {"eval": res.score},
+                          "Max overlap of eval samples against the training corpus")
         else:
             con.out(_indent(_text_hist(res.score)))
     con.out("  " + con.timing_line(nt))

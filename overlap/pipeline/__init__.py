@@ -5,6 +5,8 @@ imports them):
 
 - :mod:`overlap.pipeline.scanning` — step 1: every sample's best match, the
   summary at thresholds and per group;
+- :mod:`overlap.pipeline.streaming` — step 1 against a training corpus
+  bigger than memory, streamed from disk (:func:`scan_corpus`);
 - :mod:`overlap.pipeline.steps` — the other steps of the published
   dialogue-cleaning pipeline, one function per step;
 - :mod:`overlap.pipeline.cleaning` — :func:`clean`, all steps in one call, and
@@ -29,6 +31,7 @@ from .output import OutputError, Outputs, atomic_write
 from .report import (AT, CleanReport, GroupedSummary, OverlapSummary, summarize,
                      summarize_by)
 from .scanning import ScanResult, scan, tokenize_fields
+from .streaming import CorpusScanResult, scan_corpus
 from .steps import (KEEP, Resplit, dedup_dialogues, dedup_first, flatten, remove_duplicates,
                     resplit)
 
@@ -54,6 +57,8 @@ __all__ = [
     "summarize",
     "tokenize_fields",
     "scan",
+    "scan_corpus",
+    "CorpusScanResult",
     "dedup_dialogues",
     "dedup_first",
     "resplit",

@@ -22,7 +22,7 @@ from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
-from .tables import read_fields
+from .tables import _parse_fields, read_fields
 
 __all__ = ["ScanResult", "scan", "tokenize_fields", "TextFields", "Log"]
 
@@ -100,9 +100,9 @@ def _read_source(source: Any, name: str, fields: Any, fmt: str | None,
     """(text columns, whole table or None, field names or None) of one scan input."""
     if not _is_table_source(source):
         return source, None, None
-    names = _default_fields(source, fields)
+    names = _parse_fields(_default_fields(source, fields))  # "a,b" -> ["a", "b"]
     cols, table = read_fields(source, names, fmt, turns=turns)
-    return cols, table, list(names)
+    return cols, table, names
 
 
 def _default_fields(source: Any, fields: Any) -> Any:
