@@ -2,7 +2,8 @@
 
 Inputs here are validated float64 vectors without NaN (infinities allowed);
 warnings follow scipy's rules.  Kernels: _corr (co-moments, tables, ranks),
-_rank (radix sorts and inversion counts).
+_rank (radix sorts and inversion counts), _kendall_exact (Kendall's exact null
+distribution).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 from scipy import special
 
 from . import _corr, _rank
-from ._pvalues import _kendall_exact_pvalue, _t_pvalue
+from ._kendall_exact import kendall_exact_pvalue
+from ._pvalues import _t_pvalue
 from ._results import (
     _CONSTANT_MSG,
     _EPS75,
@@ -334,9 +336,8 @@ def _kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
         exact = xtie == 0 and ytie == 0 and (n <= 33 or min(dis, tot - dis) <= 1)
         method = "exact" if exact else "asymptotic"
     if method == "exact":
-        # TODO(lead): wire metrics._kendall_exact.kendall_exact_pvalue(n, dis,
-        # alternative) in here when that module lands (issue 11, section 4).
-        p = _kendall_exact_pvalue(n, tot - dis, alternative)
+        # scipy's convention: the concordant count, O(n * min(c, tot - c)) compiled
+        p = kendall_exact_pvalue(n, tot - dis, alternative)
     else:
         m = n * (n - 1.0)
         var = ((m * (2 * n + 5) - x1 - y1) / 18
