@@ -29,9 +29,9 @@ from ._results import (
     ConfidenceInterval,
     ConstantInputWarning,
     CorrelationResult,
-    PearsonResult,
     SmallSampleWarning,
 )
+from ._pearson_result import PearsonResult
 from ._statistics import (
     _average_ranks,
     _has_nan,

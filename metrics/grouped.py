@@ -15,9 +15,9 @@ from ._results import (
     _NAN_RAISE_MSG,
     METHODS,
     CorrelationResult,
-    PearsonResult,
     SmallSampleWarning,
 )
+from ._pearson_result import PearsonResult
 from ._statistics import (
     MIN_PAIRS_PER_THREAD,
     SMALL_N,

@@ -131,3 +131,11 @@ def test_split_half_with_r_minus_one_is_nan_not_zero_division():
     np.testing.assert_array_equal(np.isnan(res.splits), raw == -1.0)
     ok = raw != -1.0
     np.testing.assert_allclose(res.splits[ok], 2 * raw[ok] / (1 + raw[ok]), rtol=1e-15)
+
+
+def test_kendall_asymptotic_with_two_pairs_is_a_number():
+    # scipy.stats.kendalltau raises ZeroDivisionError here (0 * 0 / 0 in the tie
+    # term, which is 0 for n = 2); the variance without it is the plain one, 1
+    res = metrics.kendall([1.0, 2.0], [2.0, 1.0], method="asymptotic")
+    assert res.statistic == -1.0
+    assert res.pvalue == pytest.approx(2 * ss.norm.cdf(-1.0), rel=1e-15)
