@@ -9,8 +9,15 @@
   module ``grouped``), ``bootstrap_ci`` (module ``bootstrap``).
 * Agreement: ``krippendorff_alpha``, ``split_half``, ``trimmed_mean``.
 
-Command line: ``python -m metrics ccks ...`` and ``python -m metrics corr ...``.
+Command line: ``python -m metrics ccks ...`` (relation F1), ``python -m metrics
+corr ...`` (correlation of predicted with gold scores) and ``python -m metrics
+alpha ...`` (Krippendorff's alpha of an annotation table); ``python -m metrics
+--version``.
 """
+
+# The version of the distribution (overlap-metrics, pyproject.toml), as
+# overlap.__version__ is; tests/test_metrics_cli.py checks that all three agree.
+__version__ = "0.1.0"
 
 from .agreement import SplitHalfResult, krippendorff_alpha, split_half, trimmed_mean
 from .bootstrap import BootstrapResult, bootstrap_ci

@@ -2,7 +2,8 @@
 
 Inputs here are validated float64 vectors without NaN (infinities allowed);
 warnings follow scipy's rules.  Kernels: _corr (co-moments, tables, ranks),
-_rank (radix sorts and inversion counts).
+_rank (radix sorts and inversion counts), _kendall_exact (Kendall's exact null
+distribution).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import numpy as np
 from scipy import special
 
 from . import _corr, _rank
-from ._pvalues import _kendall_exact_pvalue, _t_pvalue
+from ._kendall_exact import kendall_exact_pvalue
+from ._pvalues import _t_pvalue
 from ._results import (
     _CONSTANT_MSG,
     _EPS75,
@@ -334,13 +336,13 @@ def _kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
         exact = xtie == 0 and ytie == 0 and (n <= 33 or min(dis, tot - dis) <= 1)
         method = "exact" if exact else "asymptotic"
     if method == "exact":
-        # TODO(lead): wire metrics._kendall_exact.kendall_exact_pvalue(n, dis,
-        # alternative) in here when that module lands (issue 11, section 4).
-        p = _kendall_exact_pvalue(n, tot - dis, alternative)
+        # scipy's convention: the concordant count, O(n * min(c, tot - c)) compiled
+        p = kendall_exact_pvalue(n, tot - dis, alternative)
     else:
         m = n * (n - 1.0)
-        var = ((m * (2 * n + 5) - x1 - y1) / 18
-               + (2 * xtie * ytie) / m + x0 * y0 / (9 * m * (n - 2)))
+        var = (m * (2 * n + 5) - x1 - y1) / 18 + (2 * xtie * ytie) / m
+        if n > 2:  # x0 = y0 = 0 at n = 2 (sums of t(t-1)(t-2)); scipy divides 0 by 0 there
+            var += x0 * y0 / (9 * m * (n - 2))
         z = np.float64(con_minus_dis) / np.sqrt(np.float64(var))
         if alternative == "less":
             p = special.ndtr(z)
@@ -352,3 +354,22 @@ def _kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
     return tau, p
 
 
+def finite_statistic(method: str, x, y, nt) -> float:
+    """The statistic ``metrics.pearson``/``spearman``/``kendall`` return for
+    finite 1-D float64 vectors of n >= 2 pairs, by the same route (so the same
+    bits), without warnings: NaN for a constant input.
+
+    For ``metrics.bootstrap``, which may not import ``metrics.correlation``
+    (that would close an import cycle through ``PearsonResult``).
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if method == "pearson":
+            r = _pearson_statistic(x, y, nt)
+            return float(np.round(r)) if x.shape[0] == 2 and not math.isnan(r) else r
+        if _is_constant(x) or _is_constant(y):
+            return math.nan
+        tab = _small_int_table(x, y, nt)
+        if method == "spearman":
+            return _spearman_core(x, y, nt, "two-sided", tab)[0]
+        return _kendall_core(x, y, nt, "two-sided", "auto", tab)[0]

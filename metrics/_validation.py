@@ -24,6 +24,18 @@ __all__ = [
 _SCALAR_TYPES = (str, bytes, bytearray, dict, set, frozenset)
 
 
+def _asarray(values, name: str, **kwargs) -> np.ndarray:
+    """``np.asarray(values)``, with numpy's ValueError for ragged nested
+    sequences ("setting an array element with a sequence") naming ``name``.
+
+    The type stays ValueError, as scipy.stats raises for the same input.
+    """
+    try:
+        return np.asarray(values, **kwargs)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a rectangular array-like of numbers ({exc})") from None
+
+
 def as_real_array(values, name: str) -> np.ndarray:
     """Return ``values`` as a float64 array of any shape (no copy when it is one).
 
@@ -33,7 +45,7 @@ def as_real_array(values, name: str) -> np.ndarray:
         raise TypeError(
             f"{name} must be an array-like of numbers, got {type(values).__name__}"
         )
-    arr = np.asarray(values)
+    arr = _asarray(values, name)
     if arr.dtype == object:
         try:
             arr = arr.astype(np.float64)
@@ -61,7 +73,7 @@ def as_float_vector(values, name: str) -> np.ndarray:
         raise TypeError(
             f"{name} must be a 1-D array-like of numbers, got {type(values).__name__}"
         )
-    arr = np.asarray(values)
+    arr = _asarray(values, name)
     if arr.dtype == object:
         try:
             arr = arr.astype(np.float64)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _agree
-from ._validation import as_ratings, check_choice, check_positive_int, check_seed, resolve_threads
+from ._validation import _asarray, as_ratings, check_choice, check_positive_int, check_seed, resolve_threads
 
 __all__ = ["SplitHalfResult", "krippendorff_alpha", "split_half", "trimmed_mean"]
 
@@ -297,7 +297,7 @@ def _numeric_domain(value_domain) -> np.ndarray:
     if isinstance(value_domain, (str, bytes)):
         raise TypeError("value_domain must be a sequence of values, got "
                         f"{type(value_domain).__name__}")
-    arr = np.asarray(value_domain)
+    arr = _asarray(value_domain, "value_domain")
     if arr.ndim != 1:
         raise ValueError(f"value_domain must be 1-D, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
@@ -335,7 +335,8 @@ def _domain_for_counts(value_domain, n_columns: int, level: str) -> np.ndarray |
     if isinstance(value_domain, (str, bytes)):
         raise TypeError("value_domain must be a sequence of values, got "
                         f"{type(value_domain).__name__}")
-    arr = np.asarray(value_domain, dtype=object if level in ("nominal", "ordinal") else None)
+    arr = _asarray(value_domain, "value_domain",
+                   dtype=object if level in ("nominal", "ordinal") else None)
     if arr.ndim != 1 or len(arr) != n_columns:
         raise ValueError(f"value_domain must have one value per column of value_counts "
                          f"({n_columns}), got shape {arr.shape}")
@@ -447,7 +448,8 @@ def split_half(ratings, *, n_splits: int = 100, seed: int | None = None,
     4. if ``spearman_brown``, correct to full length: ``2 r / (1 + r)``.
 
     The statistic is the mean of the per-split coefficients (splits where r
-    is undefined are NaN and make the mean NaN).
+    is undefined, or where r = -1 and the Spearman-Brown correction is, are
+    NaN and make the mean NaN).
 
     Parameters
     ----------
@@ -487,8 +489,8 @@ def split_half(ratings, *, n_splits: int = 100, seed: int | None = None,
         mean_b = (filled * in_b).sum(axis=0) / (m - half)
         with np.errstate(invalid="ignore", divide="ignore"):
             rab = _plain_pearson(mean_a, mean_b)
-            if spearman_brown:
-                rab = 2 * rab / (1 + rab)
+            if spearman_brown:  # undefined (a pole) at r = -1
+                rab = 2 * rab / (1 + rab) if rab != -1 else math.nan
         out[s] = rab
     return SplitHalfResult(float(np.mean(out)), out, n_items, bool(spearman_brown))
 

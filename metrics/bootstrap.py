@@ -11,6 +11,7 @@ from scipy import special
 
 from . import _boot
 from ._results import METHODS, ConfidenceInterval
+from ._statistics import finite_statistic
 from ._validation import (
     as_float_vector,
     check_choice,
@@ -20,7 +21,6 @@ from ._validation import (
     check_seed,
     resolve_threads,
 )
-from . import correlation as _correlation
 
 __all__ = ["BootstrapResult", "bootstrap_ci"]
 
@@ -97,9 +97,8 @@ def _run_ends(sorted_values: np.ndarray) -> np.ndarray:
 
 
 def _statistic(method, x, y, nt) -> float:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _correlation._FUNCS[method](x, y, n_threads=nt).statistic
+    """The statistic of ``metrics.<method>(x, y)`` (x, y finite, n >= 2)."""
+    return finite_statistic(method, x, y, nt)
 
 
 def _jackknife(method, x, y, nt) -> np.ndarray:

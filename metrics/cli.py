@@ -41,7 +41,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 
 def _version() -> str:
-    from overlap import __version__  # one distribution: overlap-metrics
+    from . import __version__
 
     return __version__
 

@@ -29,9 +29,9 @@ from ._results import (
     ConfidenceInterval,
     ConstantInputWarning,
     CorrelationResult,
-    PearsonResult,
     SmallSampleWarning,
 )
+from ._pearson_result import PearsonResult
 from ._statistics import (
     _average_ranks,
     _has_nan,
@@ -79,7 +79,7 @@ def _check_axis(axis):
     if axis is None:
         return None
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        if isinstance(axis, float) and axis == int(axis):
+        if isinstance(axis, float) and math.isfinite(axis) and axis == int(axis):
             return int(axis)
         raise ValueError(f"`axis` must be an integer (or None), got {axis!r}")
     return int(axis)
@@ -89,6 +89,9 @@ def _paired_slices(x, y, axis, name_x="x", name_y="y"):
     """x and y broadcast against each other (scipy's rule: dimensions are
     matched first), with ``axis`` moved last.  Returns (xb, yb)."""
     ndim = max(x.ndim, y.ndim)
+    if ndim == 0:  # scipy.stats.pearsonr raises IndexError here; ours names the inputs
+        raise ValueError(f"`{name_x}` and `{name_y}` are 0-d (scalars); they must have at "
+                         "least one dimension, the observations along `axis`")
     x = x.reshape((1,) * (ndim - x.ndim) + x.shape)
     y = y.reshape((1,) * (ndim - y.ndim) + y.shape)
     try:  # scipy's order of checks: broadcastable first, then the axis length
@@ -97,8 +100,9 @@ def _paired_slices(x, y, axis, name_x="x", name_y="y"):
         raise ValueError(f"`{name_x}` and `{name_y}` must be broadcastable (the same length "
                          f"along `axis`), got shapes {x.shape} and {y.shape}") from None
     if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim) if hasattr(np, "exceptions") else \
-            ValueError(f"axis {axis} is out of bounds for arrays of dimension {ndim}")
+        prefix = f"`{name_x}` and `{name_y}`"  # scipy's type; the message names the inputs
+        raise np.exceptions.AxisError(axis, ndim, prefix) if hasattr(np, "exceptions") else \
+            ValueError(f"{prefix}: axis {axis} is out of bounds for arrays of dimension {ndim}")
     if x.shape[axis] != y.shape[axis]:
         raise ValueError(f"`{name_x}` and `{name_y}` must have the same length along `axis`, "
                          f"got {x.shape[axis]} and {y.shape[axis]}")
@@ -325,7 +329,7 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     if b is None:
         if a.ndim < 2:
             raise ValueError("spearman needs at least 2 variables to compare: give y, "
-                             "or a 2-D x")
+                             "or a 2-D x with axis 0 or 1 (axis=None flattens x)")
         data = a
     else:
         try:

@@ -15,9 +15,9 @@ from ._results import (
     _NAN_RAISE_MSG,
     METHODS,
     CorrelationResult,
-    PearsonResult,
     SmallSampleWarning,
 )
+from ._pearson_result import PearsonResult
 from ._statistics import (
     MIN_PAIRS_PER_THREAD,
     SMALL_N,
@@ -29,7 +29,7 @@ from ._statistics import (
     _r_from_moments,
     _work_threads,
 )
-from ._validation import check_choice, resolve_threads
+from ._validation import _asarray, check_choice, resolve_threads
 from . import correlation as _correlation
 
 __all__ = ["GroupedResult", "grouped"]
@@ -75,7 +75,7 @@ def _factorize(groups, n):
     """(codes int64, base, labels, n_slots): slot of row i = codes[i] - base."""
     if groups is None or isinstance(groups, (str, bytes, dict)):
         raise TypeError(f"groups must be a 1-D array-like of labels, got {type(groups).__name__}")
-    g = np.asarray(groups)
+    g = _asarray(groups, "groups")
     if g.ndim != 1:
         raise ValueError(f"groups must be 1-D, got shape {g.shape}")
     if g.shape[0] != n:

@@ -214,6 +214,9 @@ def _allowed_mask(relations) -> int:
         return (1 << 64) - 1
     if isinstance(relations, Mapping):
         values = relations.values()
+    elif isinstance(relations, np.ndarray) and relations.ndim != 1:
+        raise ValueError(f"relations must be 1-D (relation ids), got an array of shape "
+                         f"{relations.shape}")
     elif isinstance(relations, Iterable) and not isinstance(relations, (str, bytes)):
         values = relations
     else:
@@ -434,9 +437,11 @@ def _where(labels: RelationLabels, row: int) -> str:
     return ""
 
 
-def _aligned_pred(gold: RelationLabels, pred: RelationLabels, with_presence: bool = False):
+def _aligned_pred(gold: RelationLabels, pred: RelationLabels, with_presence: bool = False,
+                  name: str = "pred"):
     """Prediction masks in gold order (0 = predicted NA for missing items);
-    with ``with_presence``, also a bool array: has gold item k a prediction."""
+    with ``with_presence``, also a bool array: has gold item k a prediction.
+    ``name`` is the caller's argument, for the error messages."""
     if pred.ids == gold.ids:
         if with_presence:
             return pred.masks, np.ones(len(gold.ids), dtype=bool)
@@ -447,11 +452,11 @@ def _aligned_pred(gold: RelationLabels, pred: RelationLabels, with_presence: boo
     for k, item in enumerate(pred.ids):
         j = index.get(item)
         if j is None:
-            raise ValueError(f"{_where(pred, k)}prediction for item {item!r}, which is not in "
-                             "the gold labels")
+            raise ValueError(f"{_where(pred, k)}{name} has a prediction for item {item!r}, "
+                             "which is not in the gold labels")
         rows[k] = j
     if np.unique(rows).shape[0] != rows.shape[0]:  # only possible for odd mappings
-        raise ValueError("pred has duplicate item ids")
+        raise ValueError(f"{name} has duplicate item ids")
     out[rows] = pred.masks
     if with_presence:
         present = np.zeros(len(gold.ids), dtype=bool)
@@ -465,10 +470,16 @@ def _subset_rows(gold: RelationLabels, subset) -> np.ndarray | None:
         return None
     if isinstance(subset, (str, bytes)) or not isinstance(subset, Iterable):
         raise TypeError(f"subset must be an iterable of item ids, got {type(subset).__name__}")
+    if isinstance(subset, np.ndarray) and subset.ndim != 1:
+        raise ValueError(f"subset must be 1-D (item ids), got an array of shape {subset.shape}")
     index = gold.index
     rows = []
     for item in subset:
-        j = index.get(item)
+        try:
+            j = index.get(item)
+        except TypeError:  # unhashable: a list, an array...
+            raise TypeError(f"subset: item {item!r} is not an item id (unhashable "
+                            f"{type(item).__name__})") from None
         if j is None:
             raise ValueError(f"subset: item {item!r} is not in the gold labels")
         rows.append(j)
@@ -496,7 +507,8 @@ def _label_set(relations, na: int, gold_masks, other_masks) -> list[int] | None:
         bad = masks & outside
         if bad.any():
             extra = sorted(_bits(int(np.bitwise_or.reduce(bad))))
-            raise ValueError(f"{what} has relation id {extra[0]}, which is not in relations")
+            raise ValueError(f"{what} has relation id {extra[0]}, which is not in relations "
+                             f"and is not na ({na})")
     return ids
 
 
@@ -567,11 +579,14 @@ def upper_bound(gold, preds, *, subset=None, na: int = 0, relations=None) -> Rel
     if isinstance(preds, (Mapping, str, bytes)) or not isinstance(preds, Iterable):
         raise TypeError("preds must be a sequence of predictions (mappings), got "
                         f"{type(preds).__name__}")
+    if isinstance(preds, np.ndarray) and preds.ndim == 0:
+        raise TypeError("preds must be a sequence of predictions (mappings), got a 0-d array")
     preds = [_as_labels(p, f"preds[{i}]") for i, p in enumerate(preds)]
     if not preds:
         raise ValueError("preds must hold at least one system's predictions")
     keep = _ALL ^ np.uint64(1 << na)
-    stack = np.stack([_aligned_pred(gold, p) for p in preds])  # (N, items)
+    stack = np.stack([_aligned_pred(gold, p, name=f"preds[{i}]")
+                      for i, p in enumerate(preds)])  # (N, items)
     g = gold.masks
     correct = bitwise_count(stack & g & keep).astype(np.int64)
     size = bitwise_count(stack & keep).astype(np.int64)

@@ -144,13 +144,13 @@ def test_module_entry_point_runs(tmp_path):
 
 
 def test_version_and_help_describe_every_argument(capsys):
-    import overlap
+    import metrics
     from metrics.cli import build_parser
 
     with pytest.raises(SystemExit) as exc:
         main(["--version"])
     assert exc.value.code == 0
-    assert capsys.readouterr().out.strip() == f"python -m metrics {overlap.__version__}"
+    assert capsys.readouterr().out.strip() == f"python -m metrics {metrics.__version__}"
     ap = build_parser()
     subs = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
     assert set(subs.choices) == {"ccks", "corr", "alpha"}
@@ -336,3 +336,17 @@ def test_corr_on_mint_positional(tmp_path):
     m = lang == "English"
     assert float(rows_out["English"][2]) == pytest.approx(ss.pearsonr(gold[m], pred[m])[0],
                                                           abs=1e-6)
+
+
+def test_metrics_version_is_the_distributions():
+    # metrics keeps its own __version__ (it uses only overlap's public names);
+    # both packages ship in one distribution, whose version is in pyproject.toml
+    import re
+
+    import metrics
+    import overlap
+
+    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
+    declared = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
+    assert metrics.__version__ == declared == overlap.__version__
+

@@ -80,3 +80,62 @@ def test_default_threads_run_one_thread_for_a_million_pairs(monkeypatch):
     big = rng.normal(size=(1 << 22) + 1)
     metrics.pearson(big, big[::-1].copy(), n_threads=2)
     assert seen == [2]
+
+
+# --- errors name the argument (issue 9 item 7; found by tests/test_fuzz_api.py) -----
+
+_RAGGED = [[1, 2], [3]]
+_X = np.arange(8.0)
+_Y = _X[::-1] ** 2
+_GOLD = {"s1": [1], "s2": [0], "s3": [2, 3]}
+
+
+@pytest.mark.parametrize("call,exc,names", [
+    (lambda: metrics.pearson(True, True), ValueError, "`x` and `y`"),
+    (lambda: metrics.pearson(np.array(3.0), np.array(3.0)), ValueError, "`x` and `y`"),
+    (lambda: metrics.pearson([1.0, 2.0], [2.0, 1.0], axis=1), ValueError, "`x` and `y`"),
+    (lambda: metrics.pearson(_RAGGED, _Y), ValueError, "x must"),
+    (lambda: metrics.spearman(_X, _RAGGED), ValueError, "y must"),
+    (lambda: metrics.kendall(_RAGGED, _Y), ValueError, "x must"),
+    (lambda: metrics.kendall(_X, _Y, axis=float("nan")), ValueError, "`axis`"),
+    (lambda: metrics.pearson(_X, _Y, axis=float("inf")), ValueError, "`axis`"),
+    (lambda: metrics.grouped(_X, _Y, _RAGGED), ValueError, "groups must"),
+    (lambda: metrics.bootstrap_ci(_RAGGED, _Y, n_resamples=10), ValueError, "x must"),
+    (lambda: metrics.spearman(np.ones((3, 4)), axis=None), ValueError, "axis"),
+    (lambda: metrics.krippendorff_alpha([[1, 2], [1, 2]], level="ordinal",
+                                        value_domain=_RAGGED), ValueError, "value_domain"),
+    (lambda: metrics.relation_f1(_GOLD, {"a": [1]}), ValueError, "pred has"),
+    (lambda: metrics.upper_bound(_GOLD, [_GOLD, {"a": [1]}]), ValueError, r"preds\[1\]"),
+    (lambda: metrics.relation_f1(_GOLD, _GOLD, subset=[[]]), TypeError, "subset"),
+    (lambda: metrics.relation_f1(_GOLD, _GOLD, subset=np.zeros((2, 2))), ValueError, "subset"),
+    (lambda: metrics.upper_bound(_GOLD, [_GOLD], subset=np.array(3.0)), ValueError, "subset"),
+    (lambda: metrics.upper_bound(_GOLD, np.array(3.0)), TypeError, "preds"),
+    (lambda: metrics.relation_f1(_GOLD, _GOLD, relations=np.array(3.0)), ValueError,
+     "relations"),
+    (lambda: metrics.relation_f1(_GOLD, _GOLD, na=1, relations={"a": 1, "b": 2, "c": 3}),
+     ValueError, r"na \(1\)"),
+])
+def test_bad_input_names_the_argument(call, exc, names):
+    with pytest.raises(exc, match=names):
+        call()
+
+
+def test_split_half_with_r_minus_one_is_nan_not_zero_division():
+    # two items: every split's r is +1 or -1; Spearman-Brown is undefined at -1
+    ratings = np.array([[1.0, 2.0], [3.0, 4.0]])
+    before = ratings.copy()
+    res = metrics.split_half(ratings, n_splits=50, seed=0)
+    np.testing.assert_array_equal(ratings, before)
+    raw = metrics.split_half(ratings, n_splits=50, seed=0, spearman_brown=False).splits
+    assert (raw == -1.0).any()  # some split drew r = -1 exactly
+    np.testing.assert_array_equal(np.isnan(res.splits), raw == -1.0)
+    ok = raw != -1.0
+    np.testing.assert_allclose(res.splits[ok], 2 * raw[ok] / (1 + raw[ok]), rtol=1e-15)
+
+
+def test_kendall_asymptotic_with_two_pairs_is_a_number():
+    # scipy.stats.kendalltau raises ZeroDivisionError here (0 * 0 / 0 in the tie
+    # term, which is 0 for n = 2); the variance without it is the plain one, 1
+    res = metrics.kendall([1.0, 2.0], [2.0, 1.0], method="asymptotic")
+    assert res.statistic == -1.0
+    assert res.pvalue == pytest.approx(2 * ss.norm.cdf(-1.0), rel=1e-15)
