@@ -24,10 +24,12 @@ from __future__ import annotations
 import copy
 import faulthandler
 import math
+import os
 import re
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -170,7 +172,31 @@ def _targets() -> dict:
     }
 
 
-TARGETS = _targets()
+TARGET_NAMES = [
+    "TokenSets.from_texts", "TokenSets.from_ids", "TokenSets.from_csr", "TokenSets.concat",
+    "TokenSets.take", "TokenSets.row", "ratio", "max_overlap", "overlap_join", "dedup",
+    "exact_duplicates", "OverlapIndex", "OverlapIndex.max_overlap", "OverlapIndex.join",
+    "effective_n_threads", "metrics.pearson", "metrics.spearman", "metrics.kendall",
+    "metrics.grouped", "metrics.bootstrap_ci", "PearsonResult.confidence_interval",
+    "metrics.krippendorff_alpha", "metrics.split_half", "metrics.trimmed_mean",
+    "metrics.relation_f1", "metrics.upper_bound",
+]
+
+
+class _Targets(dict):
+    """Built on first use, so a broken function fails its tests, not the collection."""
+
+    def _fill(self):
+        if not self.get("_filled"):
+            super().update(_targets())
+            super().__setitem__("_filled", True)
+
+    def __getitem__(self, key):
+        self._fill()
+        return super().__getitem__(key)
+
+
+TARGETS = _Targets()
 
 # Real bugs this fuzz found in code owned elsewhere (issue 9 items 2, 7, ...).
 # Each entry: target -> reason. strict: a fixed bug makes the test fail until the
@@ -291,7 +317,11 @@ def _param(name: str):
     return name
 
 
-@pytest.mark.parametrize("target", [_param(n) for n in TARGETS])
+def test_target_list_matches_the_calls():
+    assert sorted(TARGET_NAMES) == sorted(_targets())
+
+
+@pytest.mark.parametrize("target", [_param(n) for n in TARGET_NAMES])
 def test_hostile_arguments(target):
     @settings(max_examples=80, deadline=None, database=None,
               suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -308,7 +338,7 @@ def test_every_public_function_is_fuzzed():
     public |= {f"metrics.{n}" for n in metrics.__all__
                if callable(getattr(metrics, n)) and not isinstance(getattr(metrics, n), type)
                and not n.startswith("read_")}
-    missing = sorted(p for p in public if p not in TARGETS)
+    missing = sorted(p for p in public if p not in TARGET_NAMES)
     assert not missing, f"public functions without a fuzz target: {missing}"
 
 
@@ -317,15 +347,16 @@ def test_checker_rejects_bad_outcomes():
     def bad(v):
         raise ValueError("something went wrong")
 
-    TARGETS["_selftest"] = (bad, dict(v=1))
+    TARGETS._fill()
+    dict.__setitem__(TARGETS, "_selftest", (bad, dict(v=1)))
     try:
         with pytest.raises(AssertionError, match="naming none"):
             _call_with("_selftest", {"v": 2})
-        TARGETS["_selftest"] = (lambda v: v.append(1), dict(v=[0]))
+        dict.__setitem__(TARGETS, "_selftest", (lambda v: v.append(1), dict(v=[0])))
         with pytest.raises(AssertionError, match="modified"):
             _call_with("_selftest", {"v": [5]})
     finally:
-        del TARGETS["_selftest"]
+        dict.pop(TARGETS, "_selftest")
 
 
 _ABSURD_THREADS = [
@@ -343,7 +374,7 @@ _CRASHES = ("issue 9 item 1: the process dies inside libgomp (out of memory allo
 @pytest.mark.parametrize("call", [
     pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_CRASHES)) if "from_texts" not in c
     else c for c in _ABSURD_THREADS])
-def test_absurd_n_threads_is_rejected_or_capped_in_a_subprocess(call):
+def test_absurd_n_threads_is_rejected_or_capped_in_a_subprocess(call, tmp_path):
     code = (
         "import numpy as np, overlap, metrics\n"
         "a = overlap.TokenSets.from_texts(['a b c', 'b c'] * 50)\n"
@@ -355,8 +386,12 @@ def test_absurd_n_threads_is_rejected_or_capped_in_a_subprocess(call):
         "    assert 'n_threads' in str(e), e\n"
         "print('ok')\n"
     )
+    # the same overlap/metrics as this session (installed or in place), not
+    # whatever the current directory holds
+    roots = sorted({str(Path(m.__file__).parent.parent) for m in (overlap, metrics)})
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(roots + [os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, cwd=tmp_path, env=env)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", (
         f"exit {proc.returncode}: {proc.stderr[-2000:]}")
 
