@@ -311,8 +311,14 @@ def _change_strategy(target: str):
     return changes()
 
 
+# numpy < 1.24 turns a ragged list into an object array (with a warning) that
+# the validation then rejects by name; numpy >= 1.24 raises its own ValueError
+_RAGGED_RAISES = np.lib.NumpyVersion(np.__version__) >= "1.24.0"
+KNOWN_IF = {"TokenSets.from_csr": _RAGGED_RAISES, "TokenSets.take": _RAGGED_RAISES}
+
+
 def _param(name: str):
-    if name in KNOWN:
+    if name in KNOWN and KNOWN_IF.get(name, True):
         return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name]))
     return name
 
