@@ -274,4 +274,5 @@ def extensions() -> list[Extension]:
     return sorted(fresh + stale, key=lambda e: e.name)
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExtWithOpenMP})
+if __name__ == "__main__":  # pip's build backend and `python setup.py` both run it as __main__
+    setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExtWithOpenMP})
