@@ -640,19 +640,6 @@ cdef inline void size_window(int64_t q, double cut, int64_t* lo, int64_t* hi) no
         hi[0] += 1
 
 
-cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
-                                   int64_t zhi) noexcept nogil:
-    """Entries of posting vid whose reference size lies in [zlo, zhi]."""
-    cdef int64_t a, b, g0 = X.gptr[vid], g1 = X.gptr[vid + 1]
-    if g1 > g0:
-        a = lower_bound_i32(X.gsize, g0, g1, zlo)
-        b = lower_bound_i32(X.gsize, a, g1, zhi + 1)
-        return ((X.gstart[b] if b < g1 else X.pptr[vid + 1])
-                - (X.gstart[a] if a < g1 else X.pptr[vid + 1]))
-    a = lower_bound_i32(X.psize, X.pptr[vid], X.pptr[vid + 1], zlo)
-    return lower_bound_i32(X.psize, a, X.pptr[vid + 1], zhi + 1) - a
-
-
 cdef void verify_top_partials(const Task* T, Query* u, Scratch* s) noexcept nogil:
     """Verify the (up to) TOP_PARTIALS candidates with the highest partial counts."""
     cdef int64_t best[TOP_PARTIALS]
@@ -784,6 +771,11 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
     """
     cdef int f, last = T.Q.F - 1
     cdef int64_t cost, best_cost = -1
+    if T.Q.F == 1:
+        load_tokens(T, u, s, 0)
+        u.driver = 0
+        u.size = u.sizes[0]
+        return u.n_tokens > 0
     for f in range(T.Q.F):
         load_tokens(T, u, s, f)
         cost = scan_cost(T, u, s, u.sizes[f])
@@ -913,14 +905,38 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
     return -1
 
 
+cdef inline void window_range(const Index* X, int64_t vid, int64_t zlo, int64_t zhi,
+                              int64_t* a, int64_t* b) noexcept nogil:
+    """The entries [a, b) of posting vid whose reference size lies in [zlo, zhi]."""
+    cdef int64_t g0 = X.gptr[vid], g1 = X.gptr[vid + 1], ga, gb, end = X.pptr[vid + 1]
+    if g1 > g0:
+        ga = lower_bound_i32(X.gsize, g0, g1, zlo)
+        gb = lower_bound_i32(X.gsize, ga, g1, zhi + 1)
+        a[0] = X.gstart[ga] if ga < g1 else end
+        b[0] = X.gstart[gb] if gb < g1 else end
+        return
+    a[0] = lower_bound_i32(X.psize, X.pptr[vid], end, zlo)
+    b[0] = lower_bound_i32(X.psize, a[0], end, zhi + 1)
+
+
+cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
+                                   int64_t zhi) noexcept nogil:
+    """Entries of posting vid whose reference size lies in [zlo, zhi]."""
+    cdef int64_t a, b
+    window_range(X, vid, zlo, zhi, &a, &b)
+    return b - a
+
+
 cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                               double cut) noexcept nogil:
     """Count driver token t's entries that can matter; admit new candidates.
 
-    Only the entries that pass the size window and the positional filter are
-    read (walk_next).  An entry that fails the positional filter now failed
-    it at every later token too (e and rest only shrink, the cut only
-    rises).  So the entries read for one reference are the first ones it
+    Top-k reads every entry in the size window: counts stay exact, which
+    keeps the bounds tight while the threshold is still low.  The join
+    (a fixed threshold) reads only the entries that pass the positional
+    filter too (walk_next).  An entry that fails the positional filter now
+    failed it at every later token too (e and rest only shrink, the cut only
+    rises), so the entries read for one reference are the first ones it
     shares with the query, and the bound stored when its last entry was read
     covers every later token: count + skipped + min(its mass after the
     token, the query's).
@@ -934,25 +950,40 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int32_t* bound = s.bound
     cdef int32_t* touched = s.touched
     cdef int32_t* tz = s.tz
-    cdef int64_t skipped = u.skipped, qi = u.qi
+    cdef int64_t skipped = u.skipped, qi = u.qi, q = u.size, rest = u.rest
     cdef int64_t qcount = s.qcount[t], after = u.rest - s.qcount[t]
-    cdef int64_t p, r, count, gain, ref_count
+    cdef int64_t p, a, b, r, e, count, gain, ref_count
     cdef int64_t n_touched = u.n_touched, best_count = u.best_count, best_ref = u.best_ref
     cdef uint32_t w, add
-    cdef bint upper = T.exclude and T.mode == MODE_JOIN
+    cdef bint upper = T.exclude and T.mode == MODE_JOIN, admissible
     cdef Walk walk
-    walk_start(&walk, X, s.post_vid[t], u.size, u.rest, cut)
+    if T.mode == MODE_TOPK:
+        size_window(q, cut, &a, &b)
+        window_range(X, s.post_vid[t], a, b, &a, &b)
+        s.n_post += b - a
+    else:
+        walk_start(&walk, X, s.post_vid[t], q, rest, cut)
+    p = a
     while True:
-        p = walk_next(&walk)
-        if p < 0:
-            break
-        r = pref[p]
+        if T.mode == MODE_TOPK:
+            if p >= b:
+                break
+            p += 1
+            e = psuf[p - 1]
+            admissible = (2.0 * <double>(e if e < rest else rest)
+                          >= cut * <double>(q + psize[p - 1]))
+        else:
+            p = walk_next(&walk) + 1
+            if p == 0:
+                break
+            admissible = True
+        r = pref[p - 1]
         if upper and r <= qi:
             continue
         w = state[r]
-        ref_count = pcnt[p] if pcnt != NULL else 1
+        ref_count = pcnt[p - 1] if pcnt != NULL else 1
         add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-        gain = psuf[p] - ref_count
+        gain = psuf[p - 1] - ref_count
         if gain > after:
             gain = after
         if (w >> COUNT_BITS) == 1:
@@ -963,18 +994,19 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
             if count > best_count:
                 best_count = count
                 best_ref = r
-        elif w == 0:
+        elif w == 0 and admissible:
             state[r] = FLAG_CANDIDATE | add
             bound[r] = <int32_t>(add + skipped + gain)
             touched[n_touched] = <int32_t>r
-            tz[n_touched] = psize[p]
+            tz[n_touched] = psize[p - 1]
             n_touched += 1
             if add > best_count:
                 best_count = add
                 best_ref = r
-    s.n_post += walk.n_read
-    if walk.cut_short:
-        u.partial += qcount
+    if T.mode != MODE_TOPK:
+        s.n_post += walk.n_read
+        if walk.cut_short:
+            u.partial += qcount
     u.n_touched = n_touched
     u.best_count = best_count
     u.best_ref = best_ref
@@ -1061,7 +1093,7 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
     """
     cdef Query v
     cdef int f
-    if T.Q.F == 1 or u.n_touched == 0:
+    if T.Q.F == 1 or u.n_touched == 0 or T.mode == MODE_TOPK:
         return
     for f in range(T.Q.F):
         if f == u.driver or u.costs[f] > FILTER_ENTRIES_PER_CANDIDATE * u.n_touched:
@@ -1423,9 +1455,15 @@ def build_postings(const int64_t[::1] indptr, const int64_t[::1] inverse,
     cdef int32_t[::1] ps = psuf
     cdef uint32_t[::1] pc = pcnt
     cdef int64_t lim = 2147483647
+    # rows in size order: the counting sort below leaves every posting sorted
+    # by (size, reference), and sort_postings only orders each size group
+    by_size = np.argsort(sizes, kind="stable")
+    cdef const int64_t[::1] rows_by_size = by_size
+    cdef int64_t k
     with nogil:
-        # a stable counting sort by token: entries come in row order already
-        for i in range(n):
+        # a stable counting sort by token
+        for k in range(n):
+            i = rows_by_size[k]
             w = sizes[i] if sizes[i] < lim else lim
             for t in range(indptr[i], indptr[i + 1]):
                 v = inverse[t]
@@ -1480,6 +1518,18 @@ cdef inline void sort_entries(PostEntry* buf, int64_t n) noexcept nogil:
         buf[j + 1] = tmp
 
 
+cdef inline bint posting_sorted(const int32_t[::1] psize, const int32_t[::1] psuf,
+                               const int32_t[::1] pref, int64_t a, int64_t b) noexcept nogil:
+    """True when entries a..b are already in the scan order (most short postings are)."""
+    cdef int64_t i
+    for i in range(a + 1, b):
+        if psize[i] != psize[i - 1]:
+            continue
+        if psuf[i] > psuf[i - 1] or (psuf[i] == psuf[i - 1] and pref[i] < pref[i - 1]):
+            return False
+    return True
+
+
 cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] psize,
                         int32_t[::1] psuf, uint32_t[::1] pcnt, int n_threads):
     """Order every posting by (size ascending, suffix mass descending, reference).
@@ -1503,6 +1553,8 @@ cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] 
                     continue
                 a = ptr[v]
                 b = ptr[v + 1]
+                if posting_sorted(psize, psuf, pref, a, b):
+                    continue
                 for i in range(b - a):
                     buf[i].z = psize[a + i]
                     buf[i].e = psuf[a + i]
