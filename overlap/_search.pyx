@@ -6,20 +6,24 @@ nothing converts or validates Python objects.  One query is handled by one
 thread from start to end and writes only its own output slots, so results do not
 depend on the thread count.
 
-Search outline (one query, driver field d chosen per query):
+Search outline: search_one runs these phases for one query, each a
+``cdef inline ... noexcept nogil`` function below:
 
-1. exact-duplicate shortcut (top-1 only): a row fingerprint lookup, verified
-   token by token, gives score 1.0 at the lowest identical index;
-2. the query's driver tokens are visited rarest first; a reference first seen
-   when ``rem`` query tokens are left can reach at most ``2*rem/(|q|+rem)``,
-   so admission stops once that bound falls below the running k-th best score;
-   postings are sorted by reference size, so only references whose size can
-   still reach the running best are read (length filter);
-3. after each token the candidate with the largest partial count is verified
-   exactly, which raises the running best early;
-4. the remaining candidates are bounded by their partial counts and the other
-   fields' length bounds, and only those that can still reach the running best
-   are verified by sorted-merge intersection of every field.
+1. prepare_query: sizes and token signatures of every field;
+2. exact_duplicate (top-1 only): a row fingerprint lookup, verified token by
+   token, gives score 1.0 at the lowest identical index;
+3. choose_driver: the field whose scan reads the fewest posting entries;
+4. seed_candidates (top-k): the query itself is ruled out, the previous
+   query's neighbour verified first;
+5. count_postings: the driver's tokens rarest first while a new reference can
+   still reach the running threshold (prefix filter); per token, scan_posting
+   reads only the sizes that pass the length filter and, once the threshold
+   is high, only the entries that pass the positional filter;
+6. filter_by_other_fields: cheap scans of the other fields drop candidates
+   that cannot pass them;
+7. bucket_candidates: every candidate bounded, the hopeless dropped, the
+   rest sorted by bound;
+8. verify_candidates: best bound first, signatures, then sorted merges.
 
 Bounds and scores are computed with the same expression ``2.0*x/(a+b)``; float
 division rounds monotonically, so a bound below the running best in floating
@@ -66,6 +70,10 @@ cdef enum:
 cdef enum:
     # postings longer than this get a directory of their size groups
     GROUPED_POSTING = 32
+
+# from this running threshold on, a top-k scan reads only the entries that
+# pass the positional filter (below it, counting whole windows is cheaper)
+cdef double POSITIONAL_CUT = 0.5
 
 cdef enum:
     # another field's scan filters the candidates when it reads at most this
@@ -228,20 +236,20 @@ cdef class ReferenceIndex:
 
         With ``upper_only`` only references j > i are considered (self-join).
         """
-        cdef int nt = max(1, n_threads), t
-        cdef PairBuf* bufs = <PairBuf*>calloc(nt, sizeof(PairBuf))
+        cdef int n_buffers = max(1, n_threads), t
+        cdef PairBuf* bufs = <PairBuf*>calloc(n_buffers, sizeof(PairBuf))
         if bufs == NULL:
             raise MemoryError("overlap join: out of memory")
         cdef int ok
         cdef int64_t total = 0, pos = 0
-        stats = np.zeros((nt, 3), dtype=np.int64)
+        stats = np.zeros((n_buffers, 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         try:
             ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
-                             1, threshold, upper_only, max_row, max_mass, nt, NULL, NULL, bufs,
+                             1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
                              &sv[0, 0])
             self.last_stats = stats.sum(axis=0)
-            for t in range(nt):
+            for t in range(n_buffers):
                 if bufs[t].failed:
                     ok = 1
                 total += bufs[t].n
@@ -250,7 +258,7 @@ cdef class ReferenceIndex:
             left = np.empty(total, dtype=np.int64)
             right = np.empty(total, dtype=np.int64)
             score = np.empty(total, dtype=np.float64)
-            for t in range(nt):
+            for t in range(n_buffers):
                 if bufs[t].n:
                     left[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].i
                     right[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].j
@@ -258,7 +266,7 @@ cdef class ReferenceIndex:
                     pos += bufs[t].n
             return left, right, score
         finally:
-            for t in range(nt):
+            for t in range(n_buffers):
                 free(bufs[t].i)
                 free(bufs[t].j)
                 free(bufs[t].s)
@@ -640,19 +648,6 @@ cdef inline void size_window(int64_t q, double cut, int64_t* lo, int64_t* hi) no
         hi[0] += 1
 
 
-cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
-                                   int64_t zhi) noexcept nogil:
-    """Entries of posting vid whose reference size lies in [zlo, zhi]."""
-    cdef int64_t a, b, g0 = X.gptr[vid], g1 = X.gptr[vid + 1]
-    if g1 > g0:
-        a = lower_bound_i32(X.gsize, g0, g1, zlo)
-        b = lower_bound_i32(X.gsize, a, g1, zhi + 1)
-        return ((X.gstart[b] if b < g1 else X.pptr[vid + 1])
-                - (X.gstart[a] if a < g1 else X.pptr[vid + 1]))
-    a = lower_bound_i32(X.psize, X.pptr[vid], X.pptr[vid + 1], zlo)
-    return lower_bound_i32(X.psize, a, X.pptr[vid + 1], zhi + 1) - a
-
-
 cdef void verify_top_partials(const Task* T, Query* u, Scratch* s) noexcept nogil:
     """Verify the (up to) TOP_PARTIALS candidates with the highest partial counts."""
     cdef int64_t best[TOP_PARTIALS]
@@ -784,6 +779,11 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
     """
     cdef int f, last = T.Q.F - 1
     cdef int64_t cost, best_cost = -1
+    if T.Q.F == 1:
+        load_tokens(T, u, s, 0)
+        u.driver = 0
+        u.size = u.sizes[0]
+        return u.n_tokens > 0
     for f in range(T.Q.F):
         load_tokens(T, u, s, f)
         cost = scan_cost(T, u, s, u.sizes[f])
@@ -913,14 +913,39 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
     return -1
 
 
+cdef inline void window_range(const Index* X, int64_t vid, int64_t zlo, int64_t zhi,
+                              int64_t* a, int64_t* b) noexcept nogil:
+    """The entries [a, b) of posting vid whose reference size lies in [zlo, zhi]."""
+    cdef int64_t g0 = X.gptr[vid], g1 = X.gptr[vid + 1], ga, gb, end = X.pptr[vid + 1]
+    if g1 > g0:
+        ga = lower_bound_i32(X.gsize, g0, g1, zlo)
+        gb = lower_bound_i32(X.gsize, ga, g1, zhi + 1)
+        a[0] = X.gstart[ga] if ga < g1 else end
+        b[0] = X.gstart[gb] if gb < g1 else end
+        return
+    a[0] = lower_bound_i32(X.psize, X.pptr[vid], end, zlo)
+    b[0] = lower_bound_i32(X.psize, a[0], end, zhi + 1)
+
+
+cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
+                                   int64_t zhi) noexcept nogil:
+    """Entries of posting vid whose reference size lies in [zlo, zhi]."""
+    cdef int64_t a, b
+    window_range(X, vid, zlo, zhi, &a, &b)
+    return b - a
+
+
 cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                               double cut) noexcept nogil:
     """Count driver token t's entries that can matter; admit new candidates.
 
-    Only the entries that pass the size window and the positional filter are
-    read (walk_next).  An entry that fails the positional filter now failed
-    it at every later token too (e and rest only shrink, the cut only
-    rises).  So the entries read for one reference are the first ones it
+    While the running threshold of a top-k search is below POSITIONAL_CUT
+    it reads every entry in the size window: counts stay exact, which keeps
+    the bounds tight while most entries would pass anyway.  Otherwise (and
+    always in the join) it reads only the entries that pass the positional
+    filter too (walk_next).  An entry that fails the positional filter now
+    failed it at every later token too (e and rest only shrink, the cut only
+    rises), so the entries read for one reference are the first ones it
     shares with the query, and the bound stored when its last entry was read
     covers every later token: count + skipped + min(its mass after the
     token, the query's).
@@ -934,47 +959,83 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int32_t* bound = s.bound
     cdef int32_t* touched = s.touched
     cdef int32_t* tz = s.tz
-    cdef int64_t skipped = u.skipped, qi = u.qi
+    cdef int64_t skipped = u.skipped, qi = u.qi, q = u.size, rest = u.rest
     cdef int64_t qcount = s.qcount[t], after = u.rest - s.qcount[t]
-    cdef int64_t p, r, count, gain, ref_count
+    cdef int64_t p, a, b, r, e, count, gain, ref_count
     cdef int64_t n_touched = u.n_touched, best_count = u.best_count, best_ref = u.best_ref
     cdef uint32_t w, add
+    cdef int64_t z
     cdef bint upper = T.exclude and T.mode == MODE_JOIN
     cdef Walk walk
-    walk_start(&walk, X, s.post_vid[t], u.size, u.rest, cut)
-    while True:
-        p = walk_next(&walk)
-        if p < 0:
-            break
-        r = pref[p]
-        if upper and r <= qi:
-            continue
-        w = state[r]
-        ref_count = pcnt[p] if pcnt != NULL else 1
-        add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-        gain = psuf[p] - ref_count
-        if gain > after:
-            gain = after
-        if (w >> COUNT_BITS) == 1:
-            w += add
-            state[r] = w
-            count = w & COUNT_MASK
-            bound[r] = <int32_t>(count + skipped + gain)
-            if count > best_count:
-                best_count = count
-                best_ref = r
-        elif w == 0:
+    if T.mode == MODE_TOPK and cut < POSITIONAL_CUT * (1.0 - 1e-12):
+        # the whole window: exact counts (a candidate's bound stays the one
+        # set when it was admitted, still valid, and looser than its count)
+        size_window(q, cut, &a, &b)
+        window_range(X, s.post_vid[t], a, b, &a, &b)
+        s.n_post += b - a
+        for p in range(a, b):
+            r = pref[p]
+            w = state[r]
+            add = <uint32_t>(qcount if pcnt == NULL or pcnt[p] >= qcount else pcnt[p])
+            if (w >> COUNT_BITS) == 1:
+                w += add
+                state[r] = w
+                if <int64_t>(w & COUNT_MASK) > best_count:
+                    best_count = w & COUNT_MASK
+                    best_ref = r
+                continue
+            if w != 0:
+                continue
+            e = psuf[p]
+            z = psize[p]
+            if 2.0 * <double>(e if e < rest else rest) < cut * <double>(q + z):
+                continue
+            ref_count = pcnt[p] if pcnt != NULL else 1
+            gain = e - ref_count
             state[r] = FLAG_CANDIDATE | add
-            bound[r] = <int32_t>(add + skipped + gain)
+            bound[r] = <int32_t>(add + skipped + (gain if gain < after else after))
             touched[n_touched] = <int32_t>r
-            tz[n_touched] = psize[p]
+            tz[n_touched] = <int32_t>z
             n_touched += 1
             if add > best_count:
                 best_count = add
                 best_ref = r
-    s.n_post += walk.n_read
-    if walk.cut_short:
-        u.partial += qcount
+    else:
+        # only the entries that pass the positional filter too
+        walk_start(&walk, X, s.post_vid[t], q, rest, cut)
+        while True:
+            p = walk_next(&walk)
+            if p < 0:
+                break
+            r = pref[p]
+            if upper and r <= qi:
+                continue
+            w = state[r]
+            ref_count = pcnt[p] if pcnt != NULL else 1
+            add = <uint32_t>(ref_count if ref_count < qcount else qcount)
+            gain = psuf[p] - ref_count
+            if gain > after:
+                gain = after
+            if (w >> COUNT_BITS) == 1:
+                w += add
+                state[r] = w
+                count = w & COUNT_MASK
+                bound[r] = <int32_t>(count + skipped + gain)
+                if count > best_count:
+                    best_count = count
+                    best_ref = r
+            elif w == 0:
+                state[r] = FLAG_CANDIDATE | add
+                bound[r] = <int32_t>(add + skipped + gain)
+                touched[n_touched] = <int32_t>r
+                tz[n_touched] = psize[p]
+                n_touched += 1
+                if add > best_count:
+                    best_count = add
+                    best_ref = r
+        s.n_post += walk.n_read
+        if walk.cut_short:
+            u.partial += qcount
     u.n_touched = n_touched
     u.best_count = best_count
     u.best_ref = best_ref
@@ -1063,6 +1124,8 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
     cdef int f
     if T.Q.F == 1 or u.n_touched == 0:
         return
+    if T.mode == MODE_TOPK and running_cut(s, T) < POSITIONAL_CUT * (1.0 - 1e-12):
+        return  # low thresholds: most candidates pass every field's filters
     for f in range(T.Q.F):
         if f == u.driver or u.costs[f] > FILTER_ENTRIES_PER_CANDIDATE * u.n_touched:
             continue
@@ -1423,9 +1486,15 @@ def build_postings(const int64_t[::1] indptr, const int64_t[::1] inverse,
     cdef int32_t[::1] ps = psuf
     cdef uint32_t[::1] pc = pcnt
     cdef int64_t lim = 2147483647
+    # rows in size order: the counting sort below leaves every posting sorted
+    # by (size, reference), and sort_postings only orders each size group
+    by_size = np.argsort(sizes, kind="stable")
+    cdef const int64_t[::1] rows_by_size = by_size
+    cdef int64_t k
     with nogil:
-        # a stable counting sort by token: entries come in row order already
-        for i in range(n):
+        # a stable counting sort by token
+        for k in range(n):
+            i = rows_by_size[k]
             w = sizes[i] if sizes[i] < lim else lim
             for t in range(indptr[i], indptr[i + 1]):
                 v = inverse[t]
@@ -1480,6 +1549,46 @@ cdef inline void sort_entries(PostEntry* buf, int64_t n) noexcept nogil:
         buf[j + 1] = tmp
 
 
+cdef inline bint posting_sorted(const int32_t[::1] psize, const int32_t[::1] psuf,
+                               const int32_t[::1] pref, int64_t a, int64_t b) noexcept nogil:
+    """True when entries a..b are already in the scan order (most short postings are)."""
+    cdef int64_t i
+    for i in range(a + 1, b):
+        if psize[i] != psize[i - 1]:
+            continue
+        if psuf[i] > psuf[i - 1] or (psuf[i] == psuf[i - 1] and pref[i] < pref[i - 1]):
+            return False
+    return True
+
+
+cdef inline void sort_size_group(PostEntry* buf, int32_t* pref, int32_t* psuf, uint32_t* pcnt,
+                                 int64_t a, int64_t b) noexcept nogil:
+    """Order entries a..b (one size) by suffix mass descending, then reference.
+
+    Sets sort one packed 64-bit key per entry; bags carry their counts along.
+    """
+    cdef uint64_t* keys = <uint64_t*>buf
+    cdef int64_t i, n = b - a
+    if pcnt == NULL:
+        for i in range(n):
+            keys[i] = ((<uint64_t>(0x7FFFFFFF - psuf[a + i])) << 32) | <uint64_t>pref[a + i]
+        sort_u64(keys, n)
+        for i in range(n):
+            psuf[a + i] = <int32_t>(0x7FFFFFFF - <int64_t>(keys[i] >> 32))
+            pref[a + i] = <int32_t>(keys[i] & <uint64_t>0xFFFFFFFFULL)
+        return
+    for i in range(n):
+        buf[i].z = 0
+        buf[i].e = psuf[a + i]
+        buf[i].r = pref[a + i]
+        buf[i].c = pcnt[a + i]
+    sort_entries(buf, n)
+    for i in range(n):
+        psuf[a + i] = buf[i].e
+        pref[a + i] = buf[i].r
+        pcnt[a + i] = buf[i].c
+
+
 cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] psize,
                         int32_t[::1] psuf, uint32_t[::1] pcnt, int n_threads):
     """Order every posting by (size ascending, suffix mass descending, reference).
@@ -1487,10 +1596,13 @@ cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] 
     The search reads a size range with a binary search and, inside each size,
     stops at the first entry the positional filter rejects (see scan_posting).
     """
-    cdef int64_t V = ptr.shape[0] - 1, v, a, b, i, longest = 1
+    cdef int64_t V = ptr.shape[0] - 1, v, a, b, longest = 1
     cdef bint bags = pcnt is not None
     cdef PostEntry* buf
     cdef int failed = 0
+    cdef int32_t* ref_p = &pref[0] if pref.shape[0] else NULL
+    cdef int32_t* suf_p = &psuf[0] if psuf.shape[0] else NULL
+    cdef uint32_t* cnt_p = &pcnt[0] if bags and pcnt.shape[0] else NULL
     for v in range(V):
         if ptr[v + 1] - ptr[v] > longest:
             longest = ptr[v + 1] - ptr[v]
@@ -1502,19 +1614,15 @@ cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] 
                     failed += 1
                     continue
                 a = ptr[v]
-                b = ptr[v + 1]
-                for i in range(b - a):
-                    buf[i].z = psize[a + i]
-                    buf[i].e = psuf[a + i]
-                    buf[i].r = pref[a + i]
-                    buf[i].c = pcnt[a + i] if bags else 0
-                sort_entries(buf, b - a)
-                for i in range(b - a):
-                    psize[a + i] = buf[i].z
-                    psuf[a + i] = buf[i].e
-                    pref[a + i] = buf[i].r
-                    if bags:
-                        pcnt[a + i] = buf[i].c
+                # entries arrive sorted by size (rows are filled in size
+                # order): order each size group by suffix mass
+                while a < ptr[v + 1]:
+                    b = a + 1
+                    while b < ptr[v + 1] and psize[b] == psize[a]:
+                        b = b + 1
+                    if not posting_sorted(psize, psuf, pref, a, b):
+                        sort_size_group(buf, ref_p, suf_p, cnt_p, a, b)
+                    a = b
         finally:
             free(buf)
     if failed:
