@@ -149,10 +149,11 @@ def test_pairs_exactly_on_the_threshold_in_long_postings(size):
 
 
 def test_exported_limits_are_the_ones_python_checks():
-    from overlap import _validation
+    from overlap import _fields, search
 
-    assert _validation.MAX_FIELDS == _search.MAX_FIELDS == 8
-    assert _validation.MAX_QUERY_TOKENS == _search.MAX_QUERY_TOKENS == 2**24 - 1
+    assert _fields.MAX_FIELDS == _search.MAX_FIELDS == 8
+    assert search.MAX_QUERY_TOKENS == _search.MAX_QUERY_TOKENS == 2**24 - 1
+    assert search.MAX_ROW_MASS == _search.MAX_ROW_MASS
     assert _search.MAX_ROW_MASS == 2**30 - 1
     one = TokenSets.from_ids([[1]])
     with pytest.raises(ValueError, match="at most 8 fields"):
