@@ -22,6 +22,7 @@ class Collection:
 
 class ReferenceIndex:
     refs: Collection
+    last_stats: NDArray[np.int64] | None
     groups: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]
     def __init__(
         self,

@@ -91,9 +91,17 @@ def check_seed(seed: Any) -> int:
     return int(seed)
 
 
+def as_array(x: Any, name: str) -> np.ndarray:
+    """``np.asarray(x)``; a ragged nested list is a ValueError naming ``name``."""
+    try:
+        return np.asarray(x)
+    except ValueError as exc:  # numpy: "setting an array element with a sequence"
+        raise ValueError(f"{name} must be a flat array-like (not ragged): {exc}") from None
+
+
 def as_int_array(x: Any, name: str, *, ndim: int = 1) -> np.ndarray:
     """An integer numpy array view/copy of ``x`` (never the caller's buffer mutated)."""
-    arr = np.asarray(x)
+    arr = as_array(x, name)
     if arr.ndim != ndim:
         raise ValueError(f"{name} must be {ndim}-dimensional, got shape {arr.shape}")
     if arr.size and not np.issubdtype(arr.dtype, np.integer):
@@ -109,7 +117,7 @@ def as_uint64_values(x: Any, name: str = "hashes") -> np.ndarray:
     numpy turns ``[1, 2**63]`` into float64, which would round hashes; a list
     or tuple of ints becomes uint64 instead (ValueError outside ``[0, 2**64)``).
     """
-    arr = np.asarray(x)
+    arr = as_array(x, name)
     if arr.dtype.kind in "fO" and isinstance(x, (list, tuple)) and x and all(
         isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in x
     ):
@@ -174,7 +182,7 @@ def check_csr(indptr: Any, hashes: Any, counts: Any = None):
 
 def row_indices(rows: Any, n: int, what: str) -> np.ndarray:
     """Integer indices (negative ones wrap) or a boolean mask -> int64 positions in [0, n)."""
-    idx = np.asarray(rows)
+    idx = as_array(rows, "rows")
     if idx.dtype == np.bool_:
         if idx.shape != (n,):
             raise ValueError(f"a boolean mask for rows must have shape ({n},), got {idx.shape}")

@@ -268,10 +268,14 @@ class OverlapIndex:
 
         See :func:`overlap_join`.
         """
+        return self._join(queries, "queries", threshold, n_threads, progress)
+
+    def _join(self, queries, qname: str, threshold, n_threads, progress) -> JoinResult:
+        """:meth:`join`; errors about the queries name ``qname``."""
         threshold = _check_join_threshold(threshold)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, upper, max_row, max_mass = self._prepare(queries, "left", self._name, nt)
+        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
         parts = []
 
         def run(start: int, stop: int, threads: int) -> None:
@@ -429,9 +433,7 @@ def overlap_join(
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     if rfields is None:
-        return OverlapIndex._build(lfields, "left", nt, as_queries=True).join(
-            None, threshold=t, n_threads=n_threads, progress=progress
+        return OverlapIndex._build(lfields, "left", nt, as_queries=True)._join(
+            None, "left", t, n_threads, progress
         )
-    return OverlapIndex._build(rfields, "right", nt).join(
-        lfields, threshold=t, n_threads=n_threads, progress=progress
-    )
+    return OverlapIndex._build(rfields, "right", nt)._join(lfields, "left", t, n_threads, progress)

@@ -47,8 +47,8 @@ from typing import Any, Union
 
 import numpy as np
 
-from ._threads import effective_n_threads
 from ._fields import as_fields, check_compatible
+from ._threads import effective_n_threads
 from ._validation import check_int, check_unit_interval, type_name
 from .search import Fields, MaxOverlapResult, OverlapIndex
 from .stream_readers import Chunk, read_chunks, source_size

@@ -288,7 +288,9 @@ class TokenSets:
         -------
         TokenSets
         """
-        if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__"):
+        if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__") or (
+            isinstance(sequences, np.ndarray) and sequences.ndim == 0
+        ):
             raise TypeError(
                 f"sequences must be a sequence of id sequences, got {type_name(sequences)}"
             )

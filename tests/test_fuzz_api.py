@@ -199,14 +199,8 @@ TARGETS = _Targets()
 # Real bugs this fuzz found in code owned elsewhere (issue 9 items 2, 7, ...).
 # Each entry: target -> reason. strict: a fixed bug makes the test fail until the
 # mark is removed.
-KNOWN = {
-    "TokenSets.from_csr": "issue 9 item 7: a ragged `indptr` ([[1, 2], [3]]) raises numpy's "
-    "'setting an array element with a sequence' ValueError, naming no argument",
-    "TokenSets.take": "issue 9 item 7: ragged `rows` ([[1, 2], [3]]) raises numpy's 'setting "
-    "an array element with a sequence' ValueError, naming no argument",
-    "OverlapIndex.join": "issue 9 item 7: a bad `queries` is reported as 'left must be a "
-    "TokenSets...' (the function-level name), naming nothing the caller passed",
-}
+# Targets with a known, unfixed finding: name -> reason (strict xfail). None now.
+KNOWN: dict[str, str] = {}
 
 
 def _snapshot(value):
@@ -320,23 +314,7 @@ KNOWN_IF = {"TokenSets.from_csr": _RAGGED_RAISES, "TokenSets.take": _RAGGED_RAIS
 _RAGGED = ("a ragged list ([[1, 2], [3]]) raises numpy's 'setting an array element with a "
            "sequence' ValueError, naming no argument")
 # Found by the one-at-a-time sweep (issue 9 item 7 and alike), per target.
-KNOWN_SINGLE = {
-    "TokenSets.from_ids": "`sequences` = np.array(3.0) raises 'len() of unsized object'",
-    "TokenSets.from_csr": f"`indptr`/`hashes`/`counts`: {_RAGGED}",
-    "TokenSets.take": f"`rows`: {_RAGGED}",
-    "OverlapIndex.join": KNOWN["OverlapIndex.join"],
-    "metrics.pearson": f"`x`/`y`: {_RAGGED}",
-    "metrics.spearman": f"`x`/`y`: {_RAGGED}",
-    "metrics.kendall": f"`x`/`y`: {_RAGGED}",
-    "metrics.grouped": f"`x`/`y`/`groups`: {_RAGGED}",
-    "metrics.bootstrap_ci": f"`x`/`y`: {_RAGGED}",
-    "metrics.split_half": "`ratings` of 2 raters x 2 items raises ZeroDivisionError",
-    "metrics.relation_f1": "`subset` = [[1, 2], [3]] / 2-D array / 0-d array raises 'unhashable "
-    "type' or 'iteration over a 0-d array'; an unknown `pred` item is reported without naming "
-    "`pred`",
-    "metrics.upper_bound": "`preds` = np.array(3.0) raises 'iteration over a 0-d array'; `subset` "
-    "as in relation_f1",
-}
+KNOWN_SINGLE: dict[str, str] = {}
 _RAGGED_ONLY = {"TokenSets.from_csr", "TokenSets.take", "metrics.pearson", "metrics.spearman",
                 "metrics.kendall", "metrics.grouped", "metrics.bootstrap_ci"}
 
@@ -442,13 +420,7 @@ _ABSURD_THREADS = [
 ]
 
 
-_CRASHES = ("issue 9 item 1: the process dies inside libgomp (out of memory allocating "
-            "the thread team, or SIGSEGV); n_threads must be capped or rejected")
-
-
-@pytest.mark.parametrize("call", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=_CRASHES)) if "from_texts" not in c
-    else c for c in _ABSURD_THREADS])
+@pytest.mark.parametrize("call", _ABSURD_THREADS)
 def test_absurd_n_threads_is_rejected_or_capped_in_a_subprocess(call, tmp_path):
     code = (
         "import numpy as np, overlap, metrics\n"
@@ -467,9 +439,6 @@ def test_absurd_n_threads_is_rejected_or_capped_in_a_subprocess(call, tmp_path):
 
 
 
-@pytest.mark.xfail(strict=True, reason="issue 9 item 2: from_texts hands `t.lower()` of a str "
-                   "subclass to the kernel unchecked; the kernel reads the returned object as a "
-                   "str (wrong hashes; heap-buffer-overflow under ASan)")
 @pytest.mark.parametrize("lowered", ["12345", "b'x' * 100"])
 def test_str_subclass_is_hashed_as_its_value_or_rejected(lowered, tmp_path):
     code = (

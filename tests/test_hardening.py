@@ -233,7 +233,9 @@ def test_ctrl_c_stops_a_search_of_300_token_rows_soon_and_the_process_stays_usab
         small = TokenSets.from_texts(["a b c", "a b d"])
         print("usable", max_overlap(small, n_threads=2).index.tolist(), flush=True)
     """
-    env = dict(os.environ, PYTHONPATH=PKG_ROOT)
+    # the postings kernel: the bit-sliced one may finish this search before the
+    # signal lands (both run the same interruptible chunk loop in search.py)
+    env = dict(os.environ, PYTHONPATH=PKG_ROOT, OVERLAP_SEARCH_PATH="postings")
     p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=PKG_ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
