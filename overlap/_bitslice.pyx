@@ -45,7 +45,7 @@ from libc.stdint cimport uint64_t, int64_t, int32_t
 from libc.stdlib cimport malloc, calloc, free
 
 from overlap._openmp cimport omp_get_thread_num
-from overlap._sets cimport dice, fmix64
+from overlap._sets cimport dice, fmix64, topk_insert
 
 cnp.import_array()
 
@@ -317,24 +317,6 @@ cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
     return s.ncache[i]
 
 
-cdef inline void topk_insert(Scratch* s, int k, double sc, int64_t idx) noexcept nogil:
-    """Keep the k best (score descending, original index ascending)."""
-    cdef int pos
-    if s.nk == k:
-        if sc < s.ks[k - 1] or (sc == s.ks[k - 1] and idx > s.ki[k - 1]):
-            return
-        pos = k - 1
-    else:
-        pos = s.nk
-        s.nk += 1
-    while pos > 0 and (s.ks[pos - 1] < sc or (s.ks[pos - 1] == sc and s.ki[pos - 1] > idx)):
-        s.ks[pos] = s.ks[pos - 1]
-        s.ki[pos] = s.ki[pos - 1]
-        pos -= 1
-    s.ks[pos] = sc
-    s.ki[pos] = idx
-
-
 cdef inline void update_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
     cdef double t = floor_score if s.nk < k else s.ks[k - 1]
     if t != s.thr:
@@ -510,7 +492,7 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
-            topk_insert(s, k, sc, X.order[r])
+            topk_insert(s.ks, s.ki, &s.nk, k, sc, X.order[r])
             update_threshold(s, k, floor_score)
 
 
@@ -531,7 +513,7 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
             sc = d
     s.n_cand += 1
     if sc > 0.0 and sc >= s.thr:
-        topk_insert(s, k, sc, X.order[r])
+        topk_insert(s.ks, s.ki, &s.nk, k, sc, X.order[r])
         update_threshold(s, k, floor_score)
 
 

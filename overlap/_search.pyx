@@ -38,7 +38,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.math cimport floor
 
 from overlap._openmp cimport omp_get_thread_num
-from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64, sort_u64
+from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64, sort_u64, topk_insert
 from overlap._limits cimport QUERY_TOKEN_BITS, COUNT_BITS
 from overlap cimport _limits
 
@@ -520,23 +520,6 @@ cdef inline double current_threshold(Scratch* s, int k, double floor_score) noex
     return s.ks[k - 1]
 
 
-cdef inline void topk_insert(Scratch* s, int k, double sc, int64_t idx) noexcept nogil:
-    cdef int pos
-    if s.nk == k:
-        if sc < s.ks[k - 1] or (sc == s.ks[k - 1] and idx > s.ki[k - 1]):
-            return
-        pos = k - 1
-    else:
-        pos = s.nk
-        s.nk += 1
-    while pos > 0 and (s.ks[pos - 1] < sc or (s.ks[pos - 1] == sc and s.ki[pos - 1] > idx)):
-        s.ks[pos] = s.ks[pos - 1]
-        s.ki[pos] = s.ki[pos - 1]
-        pos -= 1
-    s.ks[pos] = sc
-    s.ki[pos] = idx
-
-
 cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept nogil:
     cdef int64_t cap
     cdef int64_t* ni
@@ -684,7 +667,7 @@ cdef inline void verify_now(const Task* T, Query* u, Scratch* s, int64_t r) noex
     s.n_verify += 1
     sc = exact_score(T.Q, u.qi, T.R, r, -1, 0)
     if sc > 0.0 and sc >= T.floor_score:
-        topk_insert(s, T.k, sc, r)
+        topk_insert(s.ks, s.ki, &s.nk, T.k, sc, r)
 
 
 cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nogil:
@@ -1227,7 +1210,7 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
         if sc <= 0.0 or sc < T.floor_score:
             continue
         if T.mode == MODE_TOPK:
-            topk_insert(s, T.k, sc, r)
+            topk_insert(s.ks, s.ki, &s.nk, T.k, sc, r)
             cut = running_cut(s, T)
         elif push_pair(pairs, u.qi, r, sc) != 0:
             pairs.failed = 1

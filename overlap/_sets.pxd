@@ -110,3 +110,26 @@ cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
             a[j + 1] = a[j]
             j -= 1
         a[j + 1] = v
+
+
+cdef inline void topk_insert(double* ks, int64_t* ki, int* nk, int k, double sc,
+                             int64_t idx) noexcept nogil:
+    """Insert (sc, idx) into the running top-k ``ks``/``ki`` of ``nk[0]`` entries.
+
+    Kept sorted by score descending, then index ascending (the tie rule);
+    an entry no better than the k-th is dropped.
+    """
+    cdef int pos
+    if nk[0] == k:
+        if sc < ks[k - 1] or (sc == ks[k - 1] and idx > ki[k - 1]):
+            return
+        pos = k - 1
+    else:
+        pos = nk[0]
+        nk[0] += 1
+    while pos > 0 and (ks[pos - 1] < sc or (ks[pos - 1] == sc and ki[pos - 1] > idx)):
+        ks[pos] = ks[pos - 1]
+        ki[pos] = ki[pos - 1]
+        pos -= 1
+    ks[pos] = sc
+    ki[pos] = idx
