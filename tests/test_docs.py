@@ -20,6 +20,7 @@ DailyDialog data (``../shared/data``) and is skipped, with that reason, without 
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -113,6 +114,17 @@ def _env(cwd: Path, plain: bool = False) -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(path))
 
 
+_IMPORTS = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.M)
+
+
+def _skip_missing_extras(text: str) -> None:
+    """A block that imports an optional extra runs only where it is installed."""
+    missing = sorted({m for m in _IMPORTS.findall(text)
+                      if m in EXTRAS and importlib.util.find_spec(m) is None})
+    if missing:
+        pytest.skip(f"needs the optional extra(s) {', '.join(missing)} (not installed)")
+
+
 def _data_link(text: str, cwd: Path) -> None:
     if "dailydialog/" not in text:
         return
@@ -126,6 +138,8 @@ def _data_link(text: str, cwd: Path) -> None:
 def test_doc_block_runs_as_shown(lang, text, skip, plain, tmp_path):
     if skip:
         pytest.skip(skip)
+    if not plain:
+        _skip_missing_extras(text)
     _data_link(text, tmp_path)
     if lang == "python" and text.lstrip().startswith(">>>"):  # a doctest session
         import doctest

@@ -21,10 +21,13 @@ DATA = Path(os.environ.get("OVERLAP_METRICS_DATA", REPO.parent / "shared" / "dat
 
 
 def _env():
-    """The environment for ``python -m metrics`` in a subprocess: this checkout
-    first on the path, whether or not the project is installed."""
+    """The environment for ``python -m metrics`` in a subprocess: the metrics
+    package this session imported (installed, or built in place) first on the path."""
+    import metrics
+
+    root = str(Path(metrics.__file__).resolve().parents[1])
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     return env
 
 
