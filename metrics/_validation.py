@@ -31,9 +31,14 @@ def _asarray(values, name: str, **kwargs) -> np.ndarray:
     The type stays ValueError, as scipy.stats raises for the same input.
     """
     try:
-        return np.asarray(values, **kwargs)
-    except ValueError as exc:
+        arr = np.asarray(values, **kwargs)
+    except ValueError as exc:  # numpy >= 1.24 refuses a ragged nested list
         raise ValueError(f"{name} must be a rectangular array-like of numbers ({exc})") from None
+    if not kwargs and arr.dtype == object and arr.ndim and any(
+        isinstance(v, (list, tuple, np.ndarray)) for v in arr.ravel()
+    ):  # numpy < 1.24 makes an object array of the rows instead
+        raise ValueError(f"{name} must be a rectangular array-like of numbers (ragged rows)")
+    return arr
 
 
 def as_real_array(values, name: str) -> np.ndarray:
