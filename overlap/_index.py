@@ -99,6 +99,7 @@ def reference_index(
         np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64),
         np.ascontiguousarray(np.concatenate(maxes), dtype=np.int32),
         coll.records(n_threads),
+        n_threads,
     )
 
 

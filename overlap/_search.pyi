@@ -23,7 +23,8 @@ class Collection:
 class ReferenceIndex:
     refs: Collection
     last_stats: NDArray[np.int64] | None
-    groups: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]
+    groups: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64], NDArray[np.int32]]
+    entry_signatures: NDArray[np.uint32]
     def __init__(
         self,
         refs: Collection,
@@ -40,6 +41,7 @@ class ReferenceIndex:
         rank: NDArray[np.int64],
         maxe: NDArray[np.int32],
         rrec: NDArray[np.int64],
+        n_threads: int = 1,
     ) -> None: ...
     def top_k(
         self,
@@ -67,6 +69,15 @@ class ReferenceIndex:
         n_threads: int,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
 
+def entry_signatures(
+    refs: Collection, pref: NDArray[np.int32], n_threads: int
+) -> NDArray[np.uint32]: ...
+def compact_vocabulary(
+    tkeys: NDArray[np.uint64], tids: NDArray[np.int64], toff: NDArray[np.int64]
+) -> tuple[NDArray[np.uint64], NDArray[np.int64]]: ...
+def token_info(
+    pptr: NDArray[np.int64], rank: NDArray[np.int64], maxe: NDArray[np.int32], gptr: NDArray[np.int64]
+) -> NDArray[np.uint8]: ...
 def pair_ratios(a: Collection, b: Collection, n_threads: int) -> NDArray[np.float64]: ...
 def row_fingerprints(
     ip: NDArray[np.int64],

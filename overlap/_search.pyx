@@ -64,6 +64,10 @@ cdef enum:
     REC = 3 + SIGW
 
 cdef enum:
+    # entries whose reference state a scan asks for before it counts them
+    STATE_BATCH = 16
+
+cdef enum:
     # candidates verified before a long posting is scanned
     TOP_PARTIALS = 4
 
@@ -96,24 +100,37 @@ ctypedef struct Coll:
     const int64_t* sz        # F * n sizes
     const uint64_t* fp       # n row fingerprints
 
+ctypedef struct VocabSlot:
+    # one slot of a field's open-addressing table: a reference hash and its id
+    uint64_t key
+    int64_t vid              # -1: empty slot
+
+ctypedef struct TokenInfo:
+    # what a query needs about one vocabulary id, in one place (one cache line)
+    int64_t start            # its posting: entries [start, end)
+    int64_t end
+    int64_t rank             # its place in the scan order (rarest first)
+    int64_t g0               # its first size group (long postings; see size_groups)
+    int32_t ng               # and how many (0: a short posting, read entry by entry)
+    int32_t maxe             # the largest suffix mass in the posting
+
 ctypedef struct Index:
-    const uint64_t* tkeys    # per field, open-addressing table of reference hashes
-    const int64_t* tids      # their vocabulary ids (-1: empty slot)
-    const int64_t* toff      # F + 1 table offsets (each table a power of two)
-    const int64_t* pptr      # V + 1 posting boundaries
-    const int64_t* rank      # V scan ranks within each field
-    const int32_t* maxe      # V largest suffix mass in each posting
+    const VocabSlot* vocab   # per field, a table of the reference hashes (a power of two,
+    const int64_t* voff      # at most half full); F + 1 table offsets
+    const TokenInfo* tinfo   # V: per vocabulary id
     const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
     const int32_t* pref      # posting reference ids
     const int32_t* psize     # posting reference sizes
     const int32_t* psuf      # reference mass from the token on (descending within a token)
+    const uint32_t* psig     # the entry's reference: its 32-bit row signature (see row_sig32)
+    int sig_bits             # bits of that signature per field (32 // F)
     const uint32_t* pcnt     # posting counts (NULL for sets)
     const uint64_t* fps      # reference fingerprints, ascending
     const int64_t* fpi       # their reference ids (ascending within equal fps)
     int64_t nfp
-    const int64_t* gptr      # V + 1: each long posting's size groups (none for short ones)
     const int32_t* gsize     # a size group's reference size
     const int64_t* gstart    # and its first entry
+    const int32_t* gtop      # and that entry's suffix mass (the group's largest)
 
 ctypedef struct PairBuf:
     int64_t* i
@@ -143,6 +160,13 @@ ctypedef struct Scratch:
     int64_t* post_vid    # its vocabulary id,
     uint32_t* qcount     # its count in the query
     uint64_t* order      # and the scan order (rank << QUERY_TOKEN_BITS | token)
+    int64_t seg          # the slots of one field (max_row): field f's slots start at f*seg
+    int64_t* post_start_all   # the allocations the slots above point into
+    int64_t* post_end_all
+    int32_t* post_maxe_all
+    int64_t* post_vid_all
+    uint32_t* qcount_all
+    uint64_t* order_all
     double* ks           # the running top-k: scores and reference indices
     int64_t* ki
     int nk
@@ -182,7 +206,9 @@ cdef class ReferenceIndex:
     """Inverted index over a reference Collection."""
     cdef Index x
     cdef object _keep
-    cdef readonly object groups     # (gptr, gsize, gstart): see size_groups
+    cdef readonly object groups     # (gptr, gsize, gstart, gtop): see size_groups
+    cdef readonly object entry_signatures   # psig: see row_sig32
+    cdef object _tables                     # the query-side tables (compact_vocabulary, token_info)
     cdef readonly Collection refs
     cdef readonly object last_stats
 
@@ -190,17 +216,20 @@ cdef class ReferenceIndex:
                  const int64_t[::1] toff, const int64_t[::1] pptr, const int32_t[::1] pref,
                  const int32_t[::1] psize, const int32_t[::1] psuf, const uint32_t[::1] pcnt,
                  const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
-                 const int32_t[::1] maxe, const int64_t[::1] rrec):
+                 const int32_t[::1] maxe, const int64_t[::1] rrec, int n_threads=1):
         self.refs = refs
-        self._keep = (tkeys, tids, toff, pptr, pref, psize, psuf, pcnt, fps, fpi, rank, maxe,
-                      rrec)
+        # the scans read the postings, fingerprints and records; the vocabulary
+        # and per-token tables are rebuilt compactly below (vocab, tinfo), so
+        # the build's own tables are not kept
+        self._keep = (pref, psize, psuf, pcnt, fps, fpi, rrec)
+        if pref.shape[0] and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
+            raise ValueError("overlap index: postings without references")
+        psig = entry_signatures(refs, pref, n_threads)
+        self.entry_signatures = psig
+        cdef const uint32_t[::1] pg = psig
+        self.x.psig = &pg[0] if pg.shape[0] else NULL
+        self.x.sig_bits = 32 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
-        self.x.rank = &rank[0] if rank.shape[0] else NULL
-        self.x.maxe = &maxe[0] if maxe.shape[0] else NULL
-        self.x.tkeys = &tkeys[0] if tkeys.shape[0] else NULL
-        self.x.tids = &tids[0] if tids.shape[0] else NULL
-        self.x.toff = &toff[0]
-        self.x.pptr = &pptr[0]
         self.x.pref = &pref[0] if pref.shape[0] else NULL
         self.x.psize = &psize[0] if psize.shape[0] else NULL
         self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
@@ -209,13 +238,23 @@ cdef class ReferenceIndex:
         self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
         self.x.nfp = fps.shape[0]
         gptr, gsize, gstart = size_groups(pptr, psize, GROUPED_POSTING)
-        self.groups = (gptr, gsize, gstart)
-        cdef const int64_t[::1] gp = gptr
         cdef const int32_t[::1] gz = gsize
         cdef const int64_t[::1] gs = gstart
-        self.x.gptr = &gp[0]
         self.x.gsize = &gz[0] if gz.shape[0] else NULL
         self.x.gstart = &gs[0] if gs.shape[0] else NULL
+        vocab, voff = compact_vocabulary(tkeys, tids, toff)
+        tinfo = token_info(pptr, rank, maxe, gptr)
+        cdef const uint64_t[::1] vv = vocab
+        cdef const int64_t[::1] vo = voff
+        cdef const uint8_t[::1] tv = tinfo
+        self._tables = (vocab, voff, tinfo)
+        self.x.vocab = <const VocabSlot*>&vv[0]
+        self.x.voff = &vo[0]
+        self.x.tinfo = <const TokenInfo*>&tv[0] if tv.shape[0] else NULL
+        gtop = np.asarray(psuf)[gstart] if gstart.shape[0] else np.zeros(0, dtype=np.int32)
+        cdef const int32_t[::1] gt = gtop
+        self.groups = (gptr, gsize, gstart, gtop)
+        self.x.gtop = &gt[0] if gt.shape[0] else NULL
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
@@ -336,6 +375,47 @@ cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const u
     return <double>ub2 >= cut * <double>(qs + rs)
 
 
+cdef inline uint32_t row_sig32(const Coll* C, int64_t i) noexcept nogil:
+    """Row i's 32-bit signature: 32 // F bits per field, one set per distinct token.
+
+    Kept beside every posting entry (Index.psig) so that a scan can rule a
+    reference out without a random read (see sig_admits).  Field f owns bits
+    [f*b, (f+1)*b) with b = 32 // F; a token sets bit f*b + (mix(hash) mod b).
+    """
+    cdef int F = C.F, f
+    cdef uint32_t b = <uint32_t>(32 // F), sig = 0
+    cdef int64_t t, a0, a1
+    for f in range(F):
+        a0 = C.ip[f * (C.n + 1) + i]
+        a1 = C.ip[f * (C.n + 1) + i + 1]
+        for t in range(a0, a1):
+            sig |= (<uint32_t>1) << (<uint32_t>f * b
+                                     + <uint32_t>((fmix64(C.h[t]) & <uint64_t>0xFFFFFFFFULL) % b))
+    return sig
+
+
+def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
+    """The row signature (row_sig32) of every posting entry's reference."""
+    cdef int64_t n = refs.c.n, m = pref.shape[0], i
+    cdef const Coll* C = &refs.c
+    rows = np.empty(n, dtype=np.uint32)
+    out = np.empty(m, dtype=np.uint32)
+    cdef uint32_t[::1] rv = rows
+    cdef uint32_t[::1] ov = out
+    cdef int bad = 0
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+            rv[i] = row_sig32(C, i)
+        for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
+            if pref[i] < 0 or pref[i] >= n:
+                bad += 1
+            else:
+                ov[i] = rv[pref[i]]
+    if bad:
+        raise ValueError("overlap index: a posting names a reference out of range")
+    return out
+
+
 cdef inline bint signatures_reach(const Index* X, int64_t r, int F, const int64_t* qsz,
                                   const uint64_t* qsig, double cut) noexcept nogil:
     """can_reach for every field of reference r (its records are contiguous)."""
@@ -350,17 +430,80 @@ cdef inline bint signatures_reach(const Index* X, int64_t r, int F, const int64_
 
 cdef inline int64_t vocab_lookup(const Index* X, int f, uint64_t key) noexcept nogil:
     """Vocabulary id of ``key`` in field ``f``, or -1 when no reference holds it."""
-    cdef int64_t a = X.toff[f], size = X.toff[f + 1] - a, slot, vid
+    cdef int64_t a = X.voff[f], size = X.voff[f + 1] - a, slot
+    cdef const VocabSlot* v
     if size == 0:
         return -1
     slot = <int64_t>(fmix64(key) & <uint64_t>(size - 1))
     while True:
-        vid = X.tids[a + slot]
-        if vid < 0:
+        v = &X.vocab[a + slot]
+        if v.vid < 0:
             return -1
-        if X.tkeys[a + slot] == key:
-            return vid
+        if v.key == key:
+            return v.vid
         slot = (slot + 1) & (size - 1)
+
+
+def compact_vocabulary(const uint64_t[::1] tkeys, const int64_t[::1] tids,
+                       const int64_t[::1] toff):
+    """Rebuild every field's hash table at most half full, key and id side by side.
+
+    ``vocab_table`` sizes its table by the tokens it reads; a query only needs
+    the distinct ones, and one slot read per probe.  Returns ``(slots, voff)``:
+    ``slots`` is uint64 pairs (key, id as int64; -1 empty), field ``f`` owns
+    pairs ``voff[f]:voff[f+1]`` (a power of two).
+    """
+    cdef int64_t F = toff.shape[0] - 1, f, a, i, nv, cap, slot, total = 0
+    cdef int64_t[::1] caps = np.zeros(F, dtype=np.int64)
+    for f in range(F):
+        nv = 0
+        for i in range(toff[f], toff[f + 1]):
+            nv += tids[i] >= 0
+        cap = 16
+        while cap < 2 * nv:
+            cap <<= 1
+        caps[f] = cap
+        total += cap
+    voff = np.zeros(F + 1, dtype=np.int64)
+    voff[1:] = np.cumsum(caps)
+    slots = np.zeros(2 * total, dtype=np.uint64)
+    cdef uint64_t[::1] sv = slots
+    cdef int64_t[::1] vo = voff
+    with nogil:
+        for i in range(total):
+            sv[2 * i + 1] = <uint64_t>(-1)
+        for f in range(F):
+            a = vo[f]
+            cap = vo[f + 1] - a
+            for i in range(toff[f], toff[f + 1]):
+                if tids[i] < 0:
+                    continue
+                slot = <int64_t>(fmix64(tkeys[i]) & <uint64_t>(cap - 1))
+                while <int64_t>sv[2 * (a + slot) + 1] >= 0:
+                    slot = (slot + 1) & (cap - 1)
+                sv[2 * (a + slot)] = tkeys[i]
+                sv[2 * (a + slot) + 1] = <uint64_t>tids[i]
+    return slots, voff
+
+
+def token_info(const int64_t[::1] pptr, const int64_t[::1] rank, const int32_t[::1] maxe,
+               const int64_t[::1] gptr):
+    """One TokenInfo per vocabulary id, as raw bytes (see the struct)."""
+    cdef int64_t V = pptr.shape[0] - 1, v
+    if rank.shape[0] != V or maxe.shape[0] != V or gptr.shape[0] != V + 1:
+        raise ValueError("overlap index: token tables of different lengths")
+    out = np.zeros(V * sizeof(TokenInfo), dtype=np.uint8)
+    cdef uint8_t[::1] ov = out
+    cdef TokenInfo* ti = <TokenInfo*>&ov[0] if V else NULL
+    with nogil:
+        for v in range(V):
+            ti[v].start = pptr[v]
+            ti[v].end = pptr[v + 1]
+            ti[v].rank = rank[v]
+            ti[v].g0 = gptr[v]
+            ti[v].ng = <int32_t>(gptr[v + 1] - gptr[v])
+            ti[v].maxe = maxe[v]
+    return out
 
 
 cdef inline int64_t field_inter(const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
@@ -594,6 +737,23 @@ ctypedef struct Query:
     int64_t best_ref
     int64_t costs[_limits.MAX_FIELDS]      # entries each field's scan would read
     int n_filters        # other fields whose scan filtered the candidates
+    uint32_t sig32       # its 32-bit row signature (row_sig32)
+    int loaded           # fields whose tokens load_tokens has looked up (bit f)
+    int64_t nt_f[_limits.MAX_FIELDS]       # and their n_tokens and rest as loaded
+    int64_t rest_f[_limits.MAX_FIELDS]
+
+
+ctypedef struct SigFilter:
+    # a scan's test of the entries' row signatures (see sig_prepare, sig_admits)
+    bint active
+    uint32_t qsig        # the query's row signature
+    uint32_t mask        # one field's bits, shifted down
+    int F
+    int b                # bits per field
+    int driver           # the scanned field: the entry gives the reference's size in it
+    int64_t q            # the query's size in the scanned field
+    double cut           # the scan's cut, lowered by a relative 1e-9
+    int allowed[_limits.MAX_FIELDS]   # other fields: most differing bits a match can show
 
 
 cdef inline double running_cut(Scratch* s, const Task* T) noexcept nogil:
@@ -676,6 +836,7 @@ cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nog
     cdef int f
     cdef int64_t a
     u.qi = qi
+    u.loaded = 0
     u.n_touched = 0
     u.n_filters = 0
     u.skipped = 0
@@ -688,6 +849,64 @@ cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nog
             return False
         a = Q.ip[f * (Q.n + 1) + qi]
         row_signature(Q.h + a, Q.ip[f * (Q.n + 1) + qi + 1] - a, u.sigs + SIGW * f)
+    u.sig32 = row_sig32(Q, qi)
+    return True
+
+
+cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t q, double cut,
+                             SigFilter* sf) noexcept nogil:
+    """Set up sig_admits for a scan of field ``driver`` (query size q) at ``cut``.
+
+    A bit set on one side only stands for a token of that side missing on the
+    other, so 2*|x ∩ y| <= |x| + |y| - d, d the differing bits of the field.
+    A match needs 2*|x ∩ y| >= cut*(|x| + |y|): in the scanned field the entry
+    gives |y|; in another field |y| is at most the top of its size window, and
+    (1 - cut)*(|x| + |y|) grows with |y|, so a reference showing more
+    differing bits than that top allows cannot match.  The cut is lowered by
+    a relative 1e-9 so that rounding never prunes a match.
+    """
+    cdef int g
+    cdef int64_t lo, hi, size
+    cdef double limit
+    cdef int a
+    sf.active = cut > 0.0 and T.X.psig != NULL
+    if not sf.active:
+        return
+    sf.qsig = u.sig32
+    sf.F = T.Q.F
+    sf.b = T.X.sig_bits
+    sf.mask = <uint32_t>0xFFFFFFFFU if sf.b >= 32 else ((<uint32_t>1 << sf.b) - 1)
+    sf.driver = driver
+    sf.q = q
+    sf.cut = cut * (1.0 - 1e-9)
+    for g in range(sf.F):
+        if g == driver:
+            sf.allowed[g] = sf.b
+            continue
+        size_window(u.sizes[g], sf.cut, &lo, &hi)
+        if hi >= 2147483647:
+            sf.allowed[g] = sf.b   # no finite window: no test
+            continue
+        size = u.sizes[g] + hi
+        limit = sf.cut * <double>size
+        a = 0
+        while a < sf.b and <double>(size - a - 1) >= limit:
+            a += 1
+        sf.allowed[g] = a
+
+
+cdef inline bint sig_admits(const SigFilter* sf, uint32_t rsig, int64_t z) noexcept nogil:
+    """False when the reference with row signature rsig (size z in the scanned field)
+    surely cannot match (see sig_prepare)."""
+    cdef uint32_t x = sf.qsig ^ rsig
+    cdef int g, d
+    for g in range(sf.F):
+        d = popcount64((x >> (g * sf.b)) & sf.mask)
+        if g == sf.driver:
+            if <double>(sf.q + z - d) < sf.cut * <double>(sf.q + z):
+                return False
+        elif d > sf.allowed[g]:
+            return False
     return True
 
 
@@ -712,33 +931,51 @@ cdef inline bint exact_duplicate(const Task* T, const Query* u, Scratch* s) noex
 cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcept nogil:
     """Field f's query tokens that some reference holds, in the index's rank order.
 
-    Fills the s.post_* slots and s.order (rarest first), u.n_tokens and u.rest.
+    Points the s.post_* slots and s.order (rarest first) at field f's part of
+    the scratch and sets u.n_tokens and u.rest.  A field is looked up once
+    per query: loading it again only points at what the first load filled.
     """
     cdef const Coll* Q = T.Q
     cdef const Index* X = T.X
-    cdef int64_t t, vid, n = 0
-    u.rest = 0
+    cdef const TokenInfo* ti
+    cdef int64_t t, vid, n = 0, rest = 0, base = f * s.seg
+    s.post_start = s.post_start_all + base
+    s.post_end = s.post_end_all + base
+    s.post_maxe = s.post_maxe_all + base
+    s.post_vid = s.post_vid_all + base
+    s.qcount = s.qcount_all + base
+    s.order = s.order_all + base
+    if u.loaded & (1 << f):
+        u.n_tokens = u.nt_f[f]
+        u.rest = u.rest_f[f]
+        return
     for t in range(Q.ip[f * (Q.n + 1) + u.qi], Q.ip[f * (Q.n + 1) + u.qi + 1]):
         vid = vocab_lookup(X, f, Q.h[t])
         if vid >= 0:
-            s.post_start[n] = X.pptr[vid]
-            s.post_end[n] = X.pptr[vid + 1]
+            ti = &X.tinfo[vid]
+            s.post_start[n] = ti.start
+            s.post_end[n] = ti.end
             s.qcount[n] = Q.c[t] if Q.c != NULL else 1
-            s.post_maxe[n] = X.maxe[vid]
+            s.post_maxe[n] = ti.maxe
             s.post_vid[n] = vid
-            u.rest += s.qcount[n]
-            s.order[n] = (<uint64_t>X.rank[vid] << QUERY_TOKEN_BITS) | <uint64_t>n
+            rest += s.qcount[n]
+            s.order[n] = (<uint64_t>ti.rank << QUERY_TOKEN_BITS) | <uint64_t>n
             n += 1
     sort_u64(s.order, n)
+    u.loaded |= 1 << f
+    u.nt_f[f] = n
+    u.rest_f[f] = rest
     u.n_tokens = n
+    u.rest = rest
 
 
 cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
                               int64_t q) noexcept nogil:
-    """Entries the scan of the loaded field would read at the floor threshold.
+    """Entries the scan of the loaded field would read at the floor threshold, or more.
 
     Tokens past the query prefix and sizes outside the length window are not
     read (see count_postings); with a floor of 0 this is every posting entry.
+    Short postings count whole, so 0 still means the scan reads nothing.
     """
     cdef double floor = T.floor_score, cut = T.floor_score * (1.0 - 1e-12)
     cdef int64_t rest = u.rest, cost = 0, m, t, x, zlo, zhi
@@ -749,7 +986,12 @@ cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
         if 2.0 * <double>x >= cut * <double>(q + x):
-            cost += window_entries(T.X, s.post_vid[t], zlo, zhi)
+            if T.X.tinfo[s.post_vid[t]].ng == 0:
+                # a short posting: its length bounds its window (reading its
+                # sizes would cost a random read for a few entries)
+                cost += s.post_end[t] - s.post_start[t]
+            else:
+                cost += window_entries(T.X, s.post_vid[t], zlo, zhi)
         rest -= s.qcount[t]
     return cost
 
@@ -827,6 +1069,32 @@ ctypedef struct Walk:
     bint grouped
     bint cut_short       # some entry in the window failed the positional filter
     int64_t n_read       # entries looked at
+    int64_t z            # the size of the entry walk_next returned
+
+
+cdef inline bint rest_caps_window(int64_t q, int64_t rest, double cut,
+                                  int64_t* zhi) noexcept nogil:
+    """Lower zhi to the largest size z with 2*rest >= cut*(q + z); True if it moved.
+
+    Every entry of a larger size fails the positional filter
+    2*min(e, rest) >= cut*(q + z) whatever its e, so the walk stops there.
+    """
+    cdef double guess
+    cdef int64_t z
+    if cut <= 0.0:
+        return False
+    guess = 2.0 * <double>rest / cut - <double>q
+    if guess >= <double>zhi[0]:
+        return False
+    z = <int64_t>guess if guess > -1.0 else -1
+    while z + 1 <= zhi[0] and 2.0 * <double>rest >= cut * <double>(q + z + 1):
+        z += 1
+    while z >= 0 and 2.0 * <double>rest < cut * <double>(q + z):
+        z -= 1
+    if z >= zhi[0]:
+        return False
+    zhi[0] = z
+    return True
 
 
 cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int64_t rest,
@@ -837,18 +1105,21 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     w.cut = cut
     w.cut_short = False
     w.n_read = 0
-    w.post_end = X.pptr[vid + 1]
+    cdef const TokenInfo* ti = &X.tinfo[vid]
+    w.post_end = ti.end
     size_window(q, cut, &w.zlo, &w.zhi)
-    w.g = X.gptr[vid]
-    w.g_end = X.gptr[vid + 1]
-    w.grouped = w.g_end > w.g
+    if rest_caps_window(q, rest, cut, &w.zhi):
+        w.cut_short = True
+    w.g = ti.g0
+    w.g_end = ti.g0 + ti.ng
+    w.grouped = ti.ng > 0
     if w.grouped:
         # start "before" the first group in the window: walk_next opens it
         w.g = lower_bound_i32(X.gsize, w.g, w.g_end, w.zlo) - 1
         w.p = 0
         w.end = 0
     else:
-        w.p = X.pptr[vid]
+        w.p = ti.start
         w.end = w.post_end
 
 
@@ -870,6 +1141,7 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
                 e = psuf[w.p]
                 if 2.0 * <double>(e if e < w.rest else w.rest) >= w.need:
                     w.p += 1
+                    w.z = w.X.gsize[w.g]
                     return w.p - 1
                 w.cut_short = True
             w.g += 1
@@ -878,9 +1150,16 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
             z = w.X.gsize[w.g]
             if z > w.zhi:
                 return -1
+            w.need = w.cut * <double>(w.q + z)
+            e = w.X.gtop[w.g]
+            if 2.0 * <double>(e if e < w.rest else w.rest) < w.need:
+                # the group's largest suffix mass fails: skip it unread
+                w.cut_short = True
+                w.p = 0
+                w.end = 0
+                continue
             w.p = w.X.gstart[w.g]
             w.end = w.X.gstart[w.g + 1] if w.g + 1 < w.g_end else w.post_end
-            w.need = w.cut * <double>(w.q + z)
     while w.p < w.end:
         z = psize[w.p]
         if z > w.zhi:
@@ -891,6 +1170,7 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
         w.n_read += 1
         e = psuf[w.p - 1]
         if 2.0 * <double>(e if e < w.rest else w.rest) >= w.cut * <double>(w.q + z):
+            w.z = z
             return w.p - 1
         w.cut_short = True
     return -1
@@ -899,14 +1179,15 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
 cdef inline void window_range(const Index* X, int64_t vid, int64_t zlo, int64_t zhi,
                               int64_t* a, int64_t* b) noexcept nogil:
     """The entries [a, b) of posting vid whose reference size lies in [zlo, zhi]."""
-    cdef int64_t g0 = X.gptr[vid], g1 = X.gptr[vid + 1], ga, gb, end = X.pptr[vid + 1]
+    cdef const TokenInfo* ti = &X.tinfo[vid]
+    cdef int64_t g0 = ti.g0, g1 = ti.g0 + ti.ng, ga, gb, end = ti.end
     if g1 > g0:
         ga = lower_bound_i32(X.gsize, g0, g1, zlo)
         gb = lower_bound_i32(X.gsize, ga, g1, zhi + 1)
         a[0] = X.gstart[ga] if ga < g1 else end
         b[0] = X.gstart[gb] if gb < g1 else end
         return
-    a[0] = lower_bound_i32(X.psize, X.pptr[vid], end, zlo)
+    a[0] = lower_bound_i32(X.psize, ti.start, end, zlo)
     b[0] = lower_bound_i32(X.psize, a[0], end, zhi + 1)
 
 
@@ -949,7 +1230,13 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef uint32_t w, add
     cdef int64_t z
     cdef bint upper = T.exclude and T.mode == MODE_JOIN
+    cdef const uint32_t* psig = X.psig
     cdef Walk walk
+    cdef SigFilter sf
+    cdef int64_t batch_p[STATE_BATCH]
+    cdef int32_t batch_z[STATE_BATCH]
+    cdef int nb, j
+    cdef int64_t pb
     if T.mode == MODE_TOPK and cut < POSITIONAL_CUT * (1.0 - 1e-12):
         # the whole window: exact counts (a candidate's bound stays the one
         # set when it was admitted, still valid, and looser than its count)
@@ -984,38 +1271,59 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 best_count = add
                 best_ref = r
     else:
-        # only the entries that pass the positional filter too
+        # only the entries that pass the positional filter and the row
+        # signature test too; the signature is read beside the entry, before
+        # the random read of the reference's state.  (A candidate that fails
+        # it now, after the running threshold rose, cannot reach the
+        # threshold any more: leaving its count short only lowers its bound.)
+        sig_prepare(T, u, u.driver, q, cut, &sf)
         walk_start(&walk, X, s.post_vid[t], q, rest, cut)
-        while True:
-            p = walk_next(&walk)
-            if p < 0:
-                break
-            r = pref[p]
-            if upper and r <= qi:
-                continue
-            w = state[r]
-            ref_count = pcnt[p] if pcnt != NULL else 1
-            add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-            gain = psuf[p] - ref_count
-            if gain > after:
-                gain = after
-            if (w >> COUNT_BITS) == 1:
-                w += add
-                state[r] = w
-                count = w & COUNT_MASK
-                bound[r] = <int32_t>(count + skipped + gain)
-                if count > best_count:
-                    best_count = count
-                    best_ref = r
-            elif w == 0:
-                state[r] = FLAG_CANDIDATE | add
-                bound[r] = <int32_t>(add + skipped + gain)
-                touched[n_touched] = <int32_t>r
-                tz[n_touched] = psize[p]
-                n_touched += 1
-                if add > best_count:
-                    best_count = add
-                    best_ref = r
+        p = 0
+        while p >= 0:
+            # gather a batch of the entries that pass, asking for their
+            # references' state as they come (random reads that then overlap),
+            # then count them in the same order
+            nb = 0
+            while nb < STATE_BATCH:
+                p = walk_next(&walk)
+                if p < 0:
+                    break
+                r = pref[p]
+                if upper and r <= qi:
+                    continue
+                if sf.active and not sig_admits(&sf, psig[p], walk.z):
+                    continue
+                overlap_prefetch(&state[r])
+                overlap_prefetch(&bound[r])
+                batch_p[nb] = p
+                batch_z[nb] = <int32_t>walk.z
+                nb += 1
+            for j in range(nb):
+                pb = batch_p[j]
+                r = pref[pb]
+                w = state[r]
+                ref_count = pcnt[pb] if pcnt != NULL else 1
+                add = <uint32_t>(ref_count if ref_count < qcount else qcount)
+                gain = psuf[pb] - ref_count
+                if gain > after:
+                    gain = after
+                if (w >> COUNT_BITS) == 1:
+                    w += add
+                    state[r] = w
+                    count = w & COUNT_MASK
+                    bound[r] = <int32_t>(count + skipped + gain)
+                    if count > best_count:
+                        best_count = count
+                        best_ref = r
+                elif w == 0:
+                    state[r] = FLAG_CANDIDATE | add
+                    bound[r] = <int32_t>(add + skipped + gain)
+                    touched[n_touched] = <int32_t>r
+                    tz[n_touched] = batch_z[j]
+                    n_touched += 1
+                    if add > best_count:
+                        best_count = add
+                        best_ref = r
         s.n_post += walk.n_read
         if walk.cut_short:
             u.partial += qcount
@@ -1076,6 +1384,8 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     cdef double cut = thr * (1.0 - 1e-12)
     cdef int64_t rest = v.rest, m, t, x, p, r
     cdef Walk walk
+    cdef SigFilter sf
+    sig_prepare(T, v, v.driver, q, cut, &sf)
     for m in range(v.n_tokens):
         if thr > 0.0 and dice(rest, q, rest) < thr:
             break
@@ -1087,6 +1397,8 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
                 p = walk_next(&walk)
                 if p < 0:
                     break
+                if sf.active and not sig_admits(&sf, T.X.psig[p], walk.z):
+                    continue
                 r = pref[p]
                 if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:
                     fields_hit[r] = stage + 1
@@ -1113,6 +1425,7 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
         if f == u.driver or u.costs[f] > FILTER_ENTRIES_PER_CANDIDATE * u.n_touched:
             continue
         v = u[0]
+        v.driver = f
         load_tokens(T, &v, s, f)
         mark_admitted(T, &v, s, u.sizes[f], <uint8_t>u.n_filters)
         u.n_filters += 1
@@ -1242,14 +1555,14 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
 
 # ---------------------------------------------------------------- scratch and the parallel loop
 
-cdef Scratch* scratch_new(int64_t n_refs, int64_t max_query, int64_t max_mass,
+cdef Scratch* scratch_new(int64_t n_refs, int64_t max_row, int n_fields, int64_t max_mass,
                           int k) noexcept nogil:
     """One thread's scratch, or NULL when memory runs out (nothing leaks)."""
     cdef Scratch* s = <Scratch*>calloc(1, sizeof(Scratch))
     if s == NULL:
         return NULL
+    cdef int64_t max_query
     n_refs = n_refs if n_refs > 0 else 1
-    max_query = max_query if max_query > 0 else 1
     max_mass = max_mass if max_mass > 0 else 1
     s.state = <uint32_t*>calloc(n_refs, sizeof(uint32_t))
     s.bound = <int32_t*>malloc(n_refs * sizeof(int32_t))
@@ -1263,12 +1576,14 @@ cdef Scratch* scratch_new(int64_t n_refs, int64_t max_query, int64_t max_mass,
     s.sorted_c = <int32_t*>malloc(n_refs * sizeof(int32_t))
     s.sorted_z = <int32_t*>malloc(n_refs * sizeof(int32_t))
     s.bucket = <int64_t*>malloc((max_mass + 2) * sizeof(int64_t))
-    s.post_start = <int64_t*>malloc(max_query * sizeof(int64_t))
-    s.post_end = <int64_t*>malloc(max_query * sizeof(int64_t))
-    s.post_maxe = <int32_t*>malloc(max_query * sizeof(int32_t))
-    s.post_vid = <int64_t*>malloc(max_query * sizeof(int64_t))
-    s.qcount = <uint32_t*>malloc(max_query * sizeof(uint32_t))
-    s.order = <uint64_t*>malloc(max_query * sizeof(uint64_t))
+    s.seg = max_row if max_row > 0 else 1
+    max_query = s.seg * n_fields
+    s.post_start = s.post_start_all = <int64_t*>malloc(max_query * sizeof(int64_t))
+    s.post_end = s.post_end_all = <int64_t*>malloc(max_query * sizeof(int64_t))
+    s.post_maxe = s.post_maxe_all = <int32_t*>malloc(max_query * sizeof(int32_t))
+    s.post_vid = s.post_vid_all = <int64_t*>malloc(max_query * sizeof(int64_t))
+    s.qcount = s.qcount_all = <uint32_t*>malloc(max_query * sizeof(uint32_t))
+    s.order = s.order_all = <uint64_t*>malloc(max_query * sizeof(uint64_t))
     s.ks = <double*>malloc(k * sizeof(double))
     s.ki = <int64_t*>malloc(k * sizeof(int64_t))
     s.prev_q = -2
@@ -1276,8 +1591,9 @@ cdef Scratch* scratch_new(int64_t n_refs, int64_t max_query, int64_t max_mass,
     if (s.state == NULL or s.bound == NULL or s.fields_hit == NULL or s.touched == NULL or s.tz == NULL
             or s.exact == NULL or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
             or s.sorted_c == NULL or s.sorted_z == NULL or s.bucket == NULL
-            or s.post_start == NULL or s.post_end == NULL or s.post_maxe == NULL or s.post_vid == NULL
-            or s.qcount == NULL or s.order == NULL or s.ks == NULL or s.ki == NULL):
+            or s.post_start_all == NULL or s.post_end_all == NULL or s.post_maxe_all == NULL
+            or s.post_vid_all == NULL or s.qcount_all == NULL or s.order_all == NULL
+            or s.ks == NULL or s.ki == NULL):
         scratch_free(s)
         return NULL
     return s
@@ -1298,12 +1614,12 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.sorted_c)
     free(s.sorted_z)
     free(s.bucket)
-    free(s.post_start)
-    free(s.post_end)
-    free(s.post_maxe)
-    free(s.post_vid)
-    free(s.qcount)
-    free(s.order)
+    free(s.post_start_all)
+    free(s.post_end_all)
+    free(s.post_maxe_all)
+    free(s.post_vid_all)
+    free(s.qcount_all)
+    free(s.order_all)
     free(s.ks)
     free(s.ki)
     free(s)
@@ -1339,7 +1655,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
     T.exclude = exclude
     T.max_query = (max_row if max_row > 0 else 1) * Q.F
     with parallel(num_threads=n_threads):
-        s = scratch_new(R.n, T.max_query, max_mass, k)
+        s = scratch_new(R.n, max_row, Q.F, max_mass, k)
         tid = omp_get_thread_num()
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=16):
