@@ -4,6 +4,8 @@ from numpy.typing import NDArray
 MAX_FIELDS: int
 MAX_QUERY_TOKENS: int
 MAX_ROW_MASS: int
+ENTRY_DTYPE: np.dtype
+GROUP_DTYPE: np.dtype
 
 class Collection:
     fingerprints: NDArray[np.uint64]
@@ -24,7 +26,9 @@ class ReferenceIndex:
     refs: Collection
     last_stats: NDArray[np.int64] | None
     groups: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64], NDArray[np.int32]]
-    entry_signatures: NDArray[np.uint32]
+    entries: NDArray[np.void]
+    @property
+    def entry_signatures(self) -> NDArray[np.uint32]: ...
     def __init__(
         self,
         refs: Collection,
@@ -72,11 +76,25 @@ class ReferenceIndex:
 def entry_signatures(
     refs: Collection, pref: NDArray[np.int32], n_threads: int
 ) -> NDArray[np.uint32]: ...
+def interleave_entries(
+    refs: Collection,
+    pref: NDArray[np.int32],
+    psize: NDArray[np.int32],
+    psuf: NDArray[np.int32],
+    n_threads: int,
+) -> NDArray[np.void]: ...
+def group_records(
+    gsize: NDArray[np.int32], gstart: NDArray[np.int64], psuf: NDArray[np.int32]
+) -> NDArray[np.void]: ...
 def compact_vocabulary(
     tkeys: NDArray[np.uint64], tids: NDArray[np.int64], toff: NDArray[np.int64]
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64]]: ...
 def token_info(
-    pptr: NDArray[np.int64], rank: NDArray[np.int64], maxe: NDArray[np.int32], gptr: NDArray[np.int64]
+    pptr: NDArray[np.int64],
+    rank: NDArray[np.int64],
+    maxe: NDArray[np.int32],
+    gptr: NDArray[np.int64],
+    gsize: NDArray[np.int32],
 ) -> NDArray[np.uint8]: ...
 def pair_ratios(a: Collection, b: Collection, n_threads: int) -> NDArray[np.float64]: ...
 def row_fingerprints(

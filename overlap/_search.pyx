@@ -51,6 +51,11 @@ MAX_QUERY_TOKENS = (1 << QUERY_TOKEN_BITS) - 1
 #: Largest mass (size; the sum of counts for multisets) of one row.
 MAX_ROW_MASS = (1 << COUNT_BITS) - 1
 
+#: One posting entry (the Entry struct) and one size group (Group), as numpy sees them.
+ENTRY_DTYPE = np.dtype([("ref", np.int32), ("suf", np.int32), ("size", np.int32),
+                        ("sig", np.uint32)])
+GROUP_DTYPE = np.dtype([("size", np.int32), ("top", np.int32), ("start", np.int64)])
+
 cdef enum:
     # 64-bit words per token signature (256 bits: nearly collision-free on short rows)
     SIGW = 4
@@ -66,6 +71,12 @@ cdef enum:
 cdef enum:
     # entries whose reference state a scan asks for before it counts them
     STATE_BATCH = 16
+
+cdef enum:
+    # size groups of a posting whose first entries a walk asks for up front
+    PREFETCH_GROUPS = 16
+    # candidates whose records bucket_candidates asks for
+    PREFETCH_RECORDS = 8
 
 cdef enum:
     # candidates verified before a long posting is scanned
@@ -113,24 +124,39 @@ ctypedef struct TokenInfo:
     int64_t g0               # its first size group (long postings; see size_groups)
     int32_t ng               # and how many (0: a short posting, read entry by entry)
     int32_t maxe             # the largest suffix mass in the posting
+    int32_t z0               # the size of its first group (long postings)
+    int32_t unused
+
+ctypedef struct Entry:
+    # one posting entry: what a scan reads about the reference, in one place
+    # (a random first read of a size group costs one cache line, not four)
+    int32_t ref              # the reference id
+    int32_t suf              # its mass from the token on (descending within a size)
+    int32_t size             # its size in the field
+    uint32_t sig             # its 32-bit row signature (see row_sig32)
+
+ctypedef struct Group:
+    # one size group of a long posting (see size_groups)
+    int32_t size             # the references' size
+    int32_t top              # the group's largest suffix mass (its first entry's)
+    int64_t start            # its first entry
 
 ctypedef struct Index:
     const VocabSlot* vocab   # per field, a table of the reference hashes (a power of two,
     const int64_t* voff      # at most half full); F + 1 table offsets
     const TokenInfo* tinfo   # V: per vocabulary id
     const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
-    const int32_t* pref      # posting reference ids
-    const int32_t* psize     # posting reference sizes
-    const int32_t* psuf      # reference mass from the token on (descending within a token)
-    const uint32_t* psig     # the entry's reference: its 32-bit row signature (see row_sig32)
+    const Entry* ent         # the posting entries, token by token
+    bint has_sig             # ent[].sig is filled (any entry at all)
     int sig_bits             # bits of that signature per field (32 // F)
     const uint32_t* pcnt     # posting counts (NULL for sets)
     const uint64_t* fps      # reference fingerprints, ascending
     const int64_t* fpi       # their reference ids (ascending within equal fps)
     int64_t nfp
-    const int32_t* gsize     # a size group's reference size
-    const int64_t* gstart    # and its first entry
-    const int32_t* gtop      # and that entry's suffix mass (the group's largest)
+    const Group* grp         # the size groups of the long postings
+
+if ENTRY_DTYPE.itemsize != sizeof(Entry) or GROUP_DTYPE.itemsize != sizeof(Group):
+    raise ImportError("overlap._search: the entry and group dtypes do not match their structs")
 
 ctypedef struct PairBuf:
     int64_t* i
@@ -206,8 +232,8 @@ cdef class ReferenceIndex:
     """Inverted index over a reference Collection."""
     cdef Index x
     cdef object _keep
-    cdef readonly object groups     # (gptr, gsize, gstart, gtop): see size_groups
-    cdef readonly object entry_signatures   # psig: see row_sig32
+    cdef readonly object groups     # (gptr, size, start, top): see size_groups, group_records
+    cdef readonly object entries    # the posting entries (ENTRY_DTYPE): see interleave_entries
     cdef object _tables                     # the query-side tables (compact_vocabulary, token_info)
     cdef readonly Collection refs
     cdef readonly object last_stats
@@ -218,43 +244,44 @@ cdef class ReferenceIndex:
                  const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
                  const int32_t[::1] maxe, const int64_t[::1] rrec, int n_threads=1):
         self.refs = refs
-        # the scans read the postings, fingerprints and records; the vocabulary
-        # and per-token tables are rebuilt compactly below (vocab, tinfo), so
-        # the build's own tables are not kept
-        self._keep = (pref, psize, psuf, pcnt, fps, fpi, rrec)
         if pref.shape[0] and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
             raise ValueError("overlap index: postings without references")
-        psig = entry_signatures(refs, pref, n_threads)
-        self.entry_signatures = psig
-        cdef const uint32_t[::1] pg = psig
-        self.x.psig = &pg[0] if pg.shape[0] else NULL
+        if psize.shape[0] != pref.shape[0] or psuf.shape[0] != pref.shape[0]:
+            raise ValueError("overlap index: posting columns of different lengths")
+        if pptr.shape[0] < 1 or pptr[pptr.shape[0] - 1] != pref.shape[0]:
+            raise ValueError("overlap index: posting boundaries do not cover the entries")
+        # the scans read the entries (interleaved), fingerprints and records;
+        # the vocabulary and per-token tables are rebuilt compactly below
+        # (vocab, tinfo), so the build's own arrays are not kept
+        entries = interleave_entries(refs, pref, psize, psuf, n_threads)
+        self.entries = entries
+        self._keep = (entries, pcnt, fps, fpi, rrec)
+        self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if pref.shape[0] else NULL
+        self.x.has_sig = pref.shape[0] > 0
         self.x.sig_bits = 32 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
-        self.x.pref = &pref[0] if pref.shape[0] else NULL
-        self.x.psize = &psize[0] if psize.shape[0] else NULL
-        self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
         self.x.pcnt = (&pcnt[0] if pcnt.shape[0] else NULL) if refs.c.c != NULL else NULL
         self.x.fps = &fps[0] if fps.shape[0] else NULL
         self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
         self.x.nfp = fps.shape[0]
         gptr, gsize, gstart = size_groups(pptr, psize, GROUPED_POSTING)
-        cdef const int32_t[::1] gz = gsize
-        cdef const int64_t[::1] gs = gstart
-        self.x.gsize = &gz[0] if gz.shape[0] else NULL
-        self.x.gstart = &gs[0] if gs.shape[0] else NULL
+        grp = group_records(gsize, gstart, psuf)
+        self.groups = (gptr, grp["size"], grp["start"], grp["top"])
+        self.x.grp = <const Group*>cnp.PyArray_DATA(grp) if grp.shape[0] else NULL
         vocab, voff = compact_vocabulary(tkeys, tids, toff)
-        tinfo = token_info(pptr, rank, maxe, gptr)
+        tinfo = token_info(pptr, rank, maxe, gptr, gsize)
         cdef const uint64_t[::1] vv = vocab
         cdef const int64_t[::1] vo = voff
         cdef const uint8_t[::1] tv = tinfo
-        self._tables = (vocab, voff, tinfo)
+        self._tables = (vocab, voff, tinfo, grp)
         self.x.vocab = <const VocabSlot*>&vv[0]
         self.x.voff = &vo[0]
         self.x.tinfo = <const TokenInfo*>&tv[0] if tv.shape[0] else NULL
-        gtop = np.asarray(psuf)[gstart] if gstart.shape[0] else np.zeros(0, dtype=np.int32)
-        cdef const int32_t[::1] gt = gtop
-        self.groups = (gptr, gsize, gstart, gtop)
-        self.x.gtop = &gt[0] if gt.shape[0] else NULL
+
+    @property
+    def entry_signatures(self):
+        """The row signature (row_sig32) of every posting entry's reference (a view)."""
+        return self.entries["sig"]
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
@@ -378,7 +405,7 @@ cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const u
 cdef inline uint32_t row_sig32(const Coll* C, int64_t i) noexcept nogil:
     """Row i's 32-bit signature: 32 // F bits per field, one set per distinct token.
 
-    Kept beside every posting entry (Index.psig) so that a scan can rule a
+    Kept in every posting entry (Entry.sig) so that a scan can rule a
     reference out without a random read (see sig_admits).  Field f owns bits
     [f*b, (f+1)*b) with b = 32 // F; a token sets bit f*b + (mix(hash) mod b).
     """
@@ -394,14 +421,12 @@ cdef inline uint32_t row_sig32(const Coll* C, int64_t i) noexcept nogil:
     return sig
 
 
-def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
-    """The row signature (row_sig32) of every posting entry's reference."""
-    cdef int64_t n = refs.c.n, m = pref.shape[0], i
-    cdef const Coll* C = &refs.c
+cdef int fill_signatures(const Coll* C, const int32_t[::1] pref, uint32_t* out, int64_t stride,
+                         int n_threads) except -1:
+    """out[i * stride] = row_sig32 of entry i's reference; ValueError if one is out of range."""
+    cdef int64_t n = C.n, m = pref.shape[0], i
     rows = np.empty(n, dtype=np.uint32)
-    out = np.empty(m, dtype=np.uint32)
     cdef uint32_t[::1] rv = rows
-    cdef uint32_t[::1] ov = out
     cdef int bad = 0
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
@@ -410,9 +435,58 @@ def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
             if pref[i] < 0 or pref[i] >= n:
                 bad += 1
             else:
-                ov[i] = rv[pref[i]]
+                out[i * stride] = rv[pref[i]]
     if bad:
         raise ValueError("overlap index: a posting names a reference out of range")
+    return 0
+
+
+def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
+    """The row signature (row_sig32) of every posting entry's reference."""
+    out = np.empty(pref.shape[0], dtype=np.uint32)
+    cdef uint32_t[::1] ov = out
+    fill_signatures(&refs.c, pref, &ov[0] if ov.shape[0] else NULL, 1, n_threads)
+    return out
+
+
+def interleave_entries(Collection refs, const int32_t[::1] pref, const int32_t[::1] psize,
+                       const int32_t[::1] psuf, int n_threads):
+    """The posting columns as one array of Entry records (ENTRY_DTYPE), signatures filled.
+
+    A scan reads an entry's reference, suffix mass, size and signature
+    together: one cache line for a random first read instead of four.
+    """
+    cdef int64_t m = pref.shape[0], i
+    if psize.shape[0] != m or psuf.shape[0] != m:
+        raise ValueError("overlap index: posting columns of different lengths")
+    out = np.empty(m, dtype=ENTRY_DTYPE)
+    if m == 0:
+        return out
+    cdef Entry* e = <Entry*>cnp.PyArray_DATA(out)
+    fill_signatures(&refs.c, pref, &e[0].sig, sizeof(Entry) // sizeof(uint32_t), n_threads)
+    with nogil:
+        for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
+            e[i].ref = pref[i]
+            e[i].suf = psuf[i]
+            e[i].size = psize[i]
+    return out
+
+
+def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const int32_t[::1] psuf):
+    """The size groups (see size_groups) as Group records (GROUP_DTYPE): size, top, start."""
+    cdef int64_t g, n = gsize.shape[0], m = psuf.shape[0]
+    if gstart.shape[0] != n:
+        raise ValueError("overlap index: size group columns of different lengths")
+    out = np.empty(n, dtype=GROUP_DTYPE)
+    if n == 0:
+        return out
+    cdef Group* gr = <Group*>cnp.PyArray_DATA(out)
+    for g in range(n):
+        if gstart[g] < 0 or gstart[g] >= m:
+            raise ValueError("overlap index: a size group starts out of range")
+        gr[g].size = gsize[g]
+        gr[g].start = gstart[g]
+        gr[g].top = psuf[gstart[g]]
     return out
 
 
@@ -487,11 +561,13 @@ def compact_vocabulary(const uint64_t[::1] tkeys, const int64_t[::1] tids,
 
 
 def token_info(const int64_t[::1] pptr, const int64_t[::1] rank, const int32_t[::1] maxe,
-               const int64_t[::1] gptr):
+               const int64_t[::1] gptr, const int32_t[::1] gsize):
     """One TokenInfo per vocabulary id, as raw bytes (see the struct)."""
     cdef int64_t V = pptr.shape[0] - 1, v
     if rank.shape[0] != V or maxe.shape[0] != V or gptr.shape[0] != V + 1:
         raise ValueError("overlap index: token tables of different lengths")
+    if V and (gptr[0] != 0 or gptr[V] != gsize.shape[0]):
+        raise ValueError("overlap index: size groups do not match their directory")
     out = np.zeros(V * sizeof(TokenInfo), dtype=np.uint8)
     cdef uint8_t[::1] ov = out
     cdef TokenInfo* ti = <TokenInfo*>&ov[0] if V else NULL
@@ -503,6 +579,7 @@ def token_info(const int64_t[::1] pptr, const int64_t[::1] rank, const int32_t[:
             ti[v].g0 = gptr[v]
             ti[v].ng = <int32_t>(gptr[v + 1] - gptr[v])
             ti[v].maxe = maxe[v]
+            ti[v].z0 = gsize[gptr[v]] if gptr[v + 1] > gptr[v] else 0
     return out
 
 
@@ -702,6 +779,48 @@ cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
     return lo
 
 
+cdef inline int64_t lower_bound_group(const Group* g, int64_t lo, int64_t hi, int64_t size,
+                                      int64_t first) noexcept nogil:
+    """The first group in [lo, hi) whose size is >= ``size`` (hi if none).
+
+    ``first`` is g[lo].size (kept in the token's TokenInfo, so it costs no
+    read here).  Sizes are distinct and ascending, and mostly consecutive:
+    the group ``size - first`` places on is tried first (one read, where a
+    binary search would make several dependent ones), then a binary search.
+    """
+    cdef int64_t mid, guess
+    if lo >= hi or first >= size:
+        return lo
+    guess = lo + (size - first)
+    if guess < hi:
+        if g[guess].size == size:
+            return guess
+        if g[guess].size < size:
+            lo = guess + 1
+        else:
+            hi = guess
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if g[mid].size < size:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline int64_t lower_bound_entry(const Entry* e, int64_t lo, int64_t hi,
+                                      int64_t size) noexcept nogil:
+    """The first entry in [lo, hi) whose reference size is >= ``size`` (hi if none)."""
+    cdef int64_t mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if e[mid].size < size:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 # ---------------------------------------------------------------- one query, in phases
 #
 # search_one runs the phases below in order; each reads the call's constants
@@ -869,7 +988,7 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
     cdef int64_t lo, hi, size
     cdef double limit
     cdef int a
-    sf.active = cut > 0.0 and T.X.psig != NULL
+    sf.active = cut > 0.0 and T.X.has_sig
     if not sf.active:
         return
     sf.qsig = u.sig32
@@ -949,8 +1068,21 @@ cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcep
         u.n_tokens = u.nt_f[f]
         u.rest = u.rest_f[f]
         return
-    for t in range(Q.ip[f * (Q.n + 1) + u.qi], Q.ip[f * (Q.n + 1) + u.qi + 1]):
+    cdef int64_t t0 = Q.ip[f * (Q.n + 1) + u.qi], t1 = Q.ip[f * (Q.n + 1) + u.qi + 1]
+    cdef int64_t va = X.voff[f], vsize = X.voff[f + 1] - X.voff[f]
+    if vsize == 0:
+        t1 = t0
+    # the table slots and token records are random reads: ask for all of a
+    # row's first, so that they overlap instead of waiting one after another
+    for t in range(t0, t1):
+        overlap_prefetch(&X.vocab[va + <int64_t>(fmix64(Q.h[t]) & <uint64_t>(vsize - 1))])
+    for t in range(t0, t1):
         vid = vocab_lookup(X, f, Q.h[t])
+        s.post_vid[t - t0] = vid
+        if vid >= 0:
+            overlap_prefetch(&X.tinfo[vid])
+    for t in range(t0, t1):
+        vid = s.post_vid[t - t0]
         if vid >= 0:
             ti = &X.tinfo[vid]
             s.post_start[n] = ti.start
@@ -1113,11 +1245,24 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     w.g = ti.g0
     w.g_end = ti.g0 + ti.ng
     w.grouped = ti.ng > 0
+    cdef int64_t g, e
+    cdef const Group* gr
     if w.grouped:
         # start "before" the first group in the window: walk_next opens it
-        w.g = lower_bound_i32(X.gsize, w.g, w.g_end, w.zlo) - 1
+        w.g = lower_bound_group(X.grp, w.g, w.g_end, w.zlo, ti.z0) - 1
         w.p = 0
         w.end = 0
+        # the first entry of every group the walk will open is a random read:
+        # ask for them all now, so that they overlap
+        g = w.g + 1
+        while g < w.g_end and g <= w.g + PREFETCH_GROUPS:
+            gr = &X.grp[g]
+            if gr.size > w.zhi:
+                break
+            e = gr.top if gr.top < rest else rest
+            if 2.0 * <double>e >= cut * <double>(q + gr.size):
+                overlap_prefetch(&X.ent[gr.start])
+            g += 1
     else:
         w.p = ti.start
         w.end = w.post_end
@@ -1131,44 +1276,45 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
     postings jump from group to group through their directory; short ones
     are read entry by entry.
     """
-    cdef const int32_t* psize = w.X.psize
-    cdef const int32_t* psuf = w.X.psuf
+    cdef const Entry* ent = w.X.ent
+    cdef const Group* grp
     cdef int64_t e, z
     if w.grouped:
         while True:
             if w.p < w.end:
                 w.n_read += 1
-                e = psuf[w.p]
+                e = ent[w.p].suf
                 if 2.0 * <double>(e if e < w.rest else w.rest) >= w.need:
                     w.p += 1
-                    w.z = w.X.gsize[w.g]
+                    w.z = w.X.grp[w.g].size
                     return w.p - 1
                 w.cut_short = True
             w.g += 1
             if w.g >= w.g_end:
                 return -1
-            z = w.X.gsize[w.g]
+            grp = &w.X.grp[w.g]
+            z = grp.size
             if z > w.zhi:
                 return -1
             w.need = w.cut * <double>(w.q + z)
-            e = w.X.gtop[w.g]
+            e = grp.top
             if 2.0 * <double>(e if e < w.rest else w.rest) < w.need:
                 # the group's largest suffix mass fails: skip it unread
                 w.cut_short = True
                 w.p = 0
                 w.end = 0
                 continue
-            w.p = w.X.gstart[w.g]
-            w.end = w.X.gstart[w.g + 1] if w.g + 1 < w.g_end else w.post_end
+            w.p = grp.start
+            w.end = grp[1].start if w.g + 1 < w.g_end else w.post_end
     while w.p < w.end:
-        z = psize[w.p]
+        z = ent[w.p].size
         if z > w.zhi:
             return -1
         w.p += 1
         if z < w.zlo:
             continue
         w.n_read += 1
-        e = psuf[w.p - 1]
+        e = ent[w.p - 1].suf
         if 2.0 * <double>(e if e < w.rest else w.rest) >= w.cut * <double>(w.q + z):
             w.z = z
             return w.p - 1
@@ -1182,13 +1328,13 @@ cdef inline void window_range(const Index* X, int64_t vid, int64_t zlo, int64_t 
     cdef const TokenInfo* ti = &X.tinfo[vid]
     cdef int64_t g0 = ti.g0, g1 = ti.g0 + ti.ng, ga, gb, end = ti.end
     if g1 > g0:
-        ga = lower_bound_i32(X.gsize, g0, g1, zlo)
-        gb = lower_bound_i32(X.gsize, ga, g1, zhi + 1)
-        a[0] = X.gstart[ga] if ga < g1 else end
-        b[0] = X.gstart[gb] if gb < g1 else end
+        ga = lower_bound_group(X.grp, g0, g1, zlo, ti.z0)
+        gb = lower_bound_group(X.grp, ga, g1, zhi + 1, X.grp[ga].size if ga < g1 else 0)
+        a[0] = X.grp[ga].start if ga < g1 else end
+        b[0] = X.grp[gb].start if gb < g1 else end
         return
-    a[0] = lower_bound_i32(X.psize, ti.start, end, zlo)
-    b[0] = lower_bound_i32(X.psize, a[0], end, zhi + 1)
+    a[0] = lower_bound_entry(X.ent, ti.start, end, zlo)
+    b[0] = lower_bound_entry(X.ent, a[0], end, zhi + 1)
 
 
 cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
@@ -1215,9 +1361,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     token, the query's).
     """
     cdef const Index* X = T.X
-    cdef const int32_t* pref = X.pref
-    cdef const int32_t* psize = X.psize
-    cdef const int32_t* psuf = X.psuf
+    cdef const Entry* ent = X.ent
     cdef const uint32_t* pcnt = X.pcnt
     cdef uint32_t* state = s.state
     cdef int32_t* bound = s.bound
@@ -1230,7 +1374,6 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef uint32_t w, add
     cdef int64_t z
     cdef bint upper = T.exclude and T.mode == MODE_JOIN
-    cdef const uint32_t* psig = X.psig
     cdef Walk walk
     cdef SigFilter sf
     cdef int64_t batch_p[STATE_BATCH]
@@ -1244,7 +1387,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
         window_range(X, s.post_vid[t], a, b, &a, &b)
         s.n_post += b - a
         for p in range(a, b):
-            r = pref[p]
+            r = ent[p].ref
             w = state[r]
             add = <uint32_t>(qcount if pcnt == NULL or pcnt[p] >= qcount else pcnt[p])
             if (w >> COUNT_BITS) == 1:
@@ -1256,8 +1399,8 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 continue
             if w != 0:
                 continue
-            e = psuf[p]
-            z = psize[p]
+            e = ent[p].suf
+            z = ent[p].size
             if 2.0 * <double>(e if e < rest else rest) < cut * <double>(q + z):
                 continue
             ref_count = pcnt[p] if pcnt != NULL else 1
@@ -1288,10 +1431,10 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 p = walk_next(&walk)
                 if p < 0:
                     break
-                r = pref[p]
+                r = ent[p].ref
                 if upper and r <= qi:
                     continue
-                if sf.active and not sig_admits(&sf, psig[p], walk.z):
+                if sf.active and not sig_admits(&sf, ent[p].sig, walk.z):
                     continue
                 overlap_prefetch(&state[r])
                 overlap_prefetch(&bound[r])
@@ -1300,11 +1443,11 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 nb += 1
             for j in range(nb):
                 pb = batch_p[j]
-                r = pref[pb]
+                r = ent[pb].ref
                 w = state[r]
                 ref_count = pcnt[pb] if pcnt != NULL else 1
                 add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-                gain = psuf[pb] - ref_count
+                gain = ent[pb].suf - ref_count
                 if gain > after:
                     gain = after
                 if (w >> COUNT_BITS) == 1:
@@ -1377,7 +1520,7 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     first token it shares with the query), so a candidate the walk never
     meets cannot reach the threshold and is dropped.
     """
-    cdef const int32_t* pref = T.X.pref
+    cdef const Entry* ent = T.X.ent
     cdef const uint32_t* state = s.state
     cdef uint8_t* fields_hit = s.fields_hit
     cdef double thr = current_threshold(s, T.k, T.floor_score)
@@ -1397,9 +1540,9 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
                 p = walk_next(&walk)
                 if p < 0:
                     break
-                if sf.active and not sig_admits(&sf, T.X.psig[p], walk.z):
+                if sf.active and not sig_admits(&sf, ent[p].sig, walk.z):
                     continue
-                r = pref[p]
+                r = ent[p].ref
                 if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:
                     fields_hit[r] = stage + 1
             s.n_post += walk.n_read
@@ -1466,6 +1609,11 @@ cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s) noexc
             c = q
         if 2.0 * <double>c < cut * <double>(q + z):
             continue  # cannot reach the threshold any more
+        if n < PREFETCH_RECORDS:
+            # verification reads the records of the best candidates first:
+            # ask for the first few now (most queries have only a few)
+            overlap_prefetch(T.X.rrec + REC * T.Q.F * r)
+            overlap_prefetch(T.X.rrec + REC * T.Q.F * (r + 1) - 1)
         s.tz[n] = <int32_t>z
         s.touched[n] = <int32_t>r
         s.ubound[n] = <int32_t>c
