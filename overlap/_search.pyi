@@ -28,7 +28,7 @@ class ReferenceIndex:
     groups: tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64], NDArray[np.int32]]
     entries: NDArray[np.void]
     @property
-    def entry_signatures(self) -> NDArray[np.uint32]: ...
+    def entry_signatures(self) -> NDArray[np.uint64]: ...
     def __init__(
         self,
         refs: Collection,
@@ -75,7 +75,7 @@ class ReferenceIndex:
 
 def entry_signatures(
     refs: Collection, pref: NDArray[np.int32], n_threads: int
-) -> NDArray[np.uint32]: ...
+) -> NDArray[np.uint64]: ...
 def interleave_entries(
     refs: Collection,
     pref: NDArray[np.int32],

@@ -30,6 +30,8 @@ division rounds monotonically, so a bound below the running best in floating
 point is below it in exact arithmetic too: pruning never changes a result.
 """
 
+import sys
+
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel
@@ -53,7 +55,7 @@ MAX_ROW_MASS = (1 << COUNT_BITS) - 1
 
 #: One posting entry (the Entry struct) and one size group (Group), as numpy sees them.
 ENTRY_DTYPE = np.dtype([("ref", np.int32), ("suf", np.int32), ("size", np.int32),
-                        ("sig", np.uint32)])
+                        ("sig_lo", np.uint32), ("sig_hi", np.uint32)])
 GROUP_DTYPE = np.dtype([("size", np.int32), ("top", np.int32), ("start", np.int64)])
 
 cdef enum:
@@ -133,7 +135,8 @@ ctypedef struct Entry:
     int32_t ref              # the reference id
     int32_t suf              # its mass from the token on (descending within a size)
     int32_t size             # its size in the field
-    uint32_t sig             # its 32-bit row signature (see row_sig32)
+    uint32_t sig_lo          # its 64-bit row signature (see row_sig64), low and
+    uint32_t sig_hi          # high halves (20 bytes an entry, no padding)
 
 ctypedef struct Group:
     # one size group of a long posting (see size_groups)
@@ -148,7 +151,7 @@ ctypedef struct Index:
     const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
     const Entry* ent         # the posting entries, token by token
     bint has_sig             # ent[].sig is filled (any entry at all)
-    int sig_bits             # bits of that signature per field (32 // F)
+    int sig_bits             # bits of that signature per field (64 // F)
     const uint32_t* pcnt     # posting counts (NULL for sets)
     const uint64_t* fps      # reference fingerprints, ascending
     const int64_t* fpi       # their reference ids (ascending within equal fps)
@@ -258,7 +261,7 @@ cdef class ReferenceIndex:
         self._keep = (entries, pcnt, fps, fpi, rrec)
         self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if pref.shape[0] else NULL
         self.x.has_sig = pref.shape[0] > 0
-        self.x.sig_bits = 32 // (refs.c.F if refs.c.F > 0 else 1)
+        self.x.sig_bits = 64 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
         self.x.pcnt = (&pcnt[0] if pcnt.shape[0] else NULL) if refs.c.c != NULL else NULL
         self.x.fps = &fps[0] if fps.shape[0] else NULL
@@ -280,8 +283,9 @@ cdef class ReferenceIndex:
 
     @property
     def entry_signatures(self):
-        """The row signature (row_sig32) of every posting entry's reference (a view)."""
-        return self.entries["sig"]
+        """The row signature (row_sig64) of every posting entry's reference."""
+        e = self.entries
+        return e["sig_lo"].astype(np.uint64) | (e["sig_hi"].astype(np.uint64) << np.uint64(32))
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
@@ -402,51 +406,55 @@ cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const u
     return <double>ub2 >= cut * <double>(qs + rs)
 
 
-cdef inline uint32_t row_sig32(const Coll* C, int64_t i) noexcept nogil:
-    """Row i's 32-bit signature: 32 // F bits per field, one set per distinct token.
+cdef inline uint64_t row_sig64(const Coll* C, int64_t i) noexcept nogil:
+    """Row i's 64-bit signature: 64 // F bits per field, one set per distinct token.
 
-    Kept in every posting entry (Entry.sig) so that a scan can rule a
-    reference out without a random read (see sig_admits).  Field f owns bits
-    [f*b, (f+1)*b) with b = 32 // F; a token sets bit f*b + (mix(hash) mod b).
+    Kept in every posting entry (Entry.sig_lo/sig_hi) so that a scan can
+    rule a reference out without a random read (see sig_admits).  Field f
+    owns bits [f*b, (f+1)*b) with b = 64 // F; a token sets bit
+    f*b + ((mix(hash) mod 2**32) mod b).
     """
     cdef int F = C.F, f
-    cdef uint32_t b = <uint32_t>(32 // F), sig = 0
+    cdef uint64_t b = <uint64_t>(64 // F), sig = 0
     cdef int64_t t, a0, a1
     for f in range(F):
         a0 = C.ip[f * (C.n + 1) + i]
         a1 = C.ip[f * (C.n + 1) + i + 1]
         for t in range(a0, a1):
-            sig |= (<uint32_t>1) << (<uint32_t>f * b
-                                     + <uint32_t>((fmix64(C.h[t]) & <uint64_t>0xFFFFFFFFULL) % b))
+            sig |= (<uint64_t>1) << (<uint64_t>f * b
+                                     + ((fmix64(C.h[t]) & <uint64_t>0xFFFFFFFFULL) % b))
     return sig
 
 
 cdef int fill_signatures(const Coll* C, const int32_t[::1] pref, uint32_t* out, int64_t stride,
                          int n_threads) except -1:
-    """out[i * stride] = row_sig32 of entry i's reference; ValueError if one is out of range."""
+    """out[i*stride], out[i*stride + 1] = the low and high halves of row_sig64 of
+    entry i's reference; ValueError if one is out of range."""
     cdef int64_t n = C.n, m = pref.shape[0], i
-    rows = np.empty(n, dtype=np.uint32)
-    cdef uint32_t[::1] rv = rows
+    rows = np.empty(n, dtype=np.uint64)
+    cdef uint64_t[::1] rv = rows
     cdef int bad = 0
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
-            rv[i] = row_sig32(C, i)
+            rv[i] = row_sig64(C, i)
         for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
             if pref[i] < 0 or pref[i] >= n:
                 bad += 1
             else:
-                out[i * stride] = rv[pref[i]]
+                out[i * stride] = <uint32_t>(rv[pref[i]] & <uint64_t>0xFFFFFFFFULL)
+                out[i * stride + 1] = <uint32_t>(rv[pref[i]] >> 32)
     if bad:
         raise ValueError("overlap index: a posting names a reference out of range")
     return 0
 
 
 def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
-    """The row signature (row_sig32) of every posting entry's reference."""
-    out = np.empty(pref.shape[0], dtype=np.uint32)
+    """The row signature (row_sig64) of every posting entry's reference."""
+    out = np.empty(2 * pref.shape[0], dtype=np.uint32)
     cdef uint32_t[::1] ov = out
-    fill_signatures(&refs.c, pref, &ov[0] if ov.shape[0] else NULL, 1, n_threads)
-    return out
+    fill_signatures(&refs.c, pref, &ov[0] if ov.shape[0] else NULL, 2, n_threads)
+    return out.view(np.uint64) if sys.byteorder == "little" else (
+        out[0::2].astype(np.uint64) | (out[1::2].astype(np.uint64) << np.uint64(32)))
 
 
 def interleave_entries(Collection refs, const int32_t[::1] pref, const int32_t[::1] psize,
@@ -463,7 +471,7 @@ def interleave_entries(Collection refs, const int32_t[::1] pref, const int32_t[:
     if m == 0:
         return out
     cdef Entry* e = <Entry*>cnp.PyArray_DATA(out)
-    fill_signatures(&refs.c, pref, &e[0].sig, sizeof(Entry) // sizeof(uint32_t), n_threads)
+    fill_signatures(&refs.c, pref, &e[0].sig_lo, sizeof(Entry) // sizeof(uint32_t), n_threads)
     with nogil:
         for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
             e[i].ref = pref[i]
@@ -856,7 +864,7 @@ ctypedef struct Query:
     int64_t best_ref
     int64_t costs[_limits.MAX_FIELDS]      # entries each field's scan would read
     int n_filters        # other fields whose scan filtered the candidates
-    uint32_t sig32       # its 32-bit row signature (row_sig32)
+    uint64_t sig64       # its 64-bit row signature (row_sig64)
     int loaded           # fields whose tokens load_tokens has looked up (bit f)
     int64_t nt_f[_limits.MAX_FIELDS]       # and their n_tokens and rest as loaded
     int64_t rest_f[_limits.MAX_FIELDS]
@@ -865,8 +873,8 @@ ctypedef struct Query:
 ctypedef struct SigFilter:
     # a scan's test of the entries' row signatures (see sig_prepare, sig_admits)
     bint active
-    uint32_t qsig        # the query's row signature
-    uint32_t mask        # one field's bits, shifted down
+    uint64_t qsig        # the query's row signature
+    uint64_t mask        # one field's bits, shifted down
     int F
     int b                # bits per field
     int driver           # the scanned field: the entry gives the reference's size in it
@@ -968,7 +976,7 @@ cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nog
             return False
         a = Q.ip[f * (Q.n + 1) + qi]
         row_signature(Q.h + a, Q.ip[f * (Q.n + 1) + qi + 1] - a, u.sigs + SIGW * f)
-    u.sig32 = row_sig32(Q, qi)
+    u.sig64 = row_sig64(Q, qi)
     return True
 
 
@@ -991,10 +999,10 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
     sf.active = cut > 0.0 and T.X.has_sig
     if not sf.active:
         return
-    sf.qsig = u.sig32
+    sf.qsig = u.sig64
     sf.F = T.Q.F
     sf.b = T.X.sig_bits
-    sf.mask = <uint32_t>0xFFFFFFFFU if sf.b >= 32 else ((<uint32_t>1 << sf.b) - 1)
+    sf.mask = <uint64_t>0xFFFFFFFFFFFFFFFFULL if sf.b >= 64 else ((<uint64_t>1 << sf.b) - 1)
     sf.driver = driver
     sf.q = q
     sf.cut = cut * (1.0 - 1e-9)
@@ -1014,10 +1022,14 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
         sf.allowed[g] = a
 
 
-cdef inline bint sig_admits(const SigFilter* sf, uint32_t rsig, int64_t z) noexcept nogil:
+cdef inline uint64_t entry_sig(const Entry* e) noexcept nogil:
+    return (<uint64_t>e.sig_hi << 32) | <uint64_t>e.sig_lo
+
+
+cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexcept nogil:
     """False when the reference with row signature rsig (size z in the scanned field)
     surely cannot match (see sig_prepare)."""
-    cdef uint32_t x = sf.qsig ^ rsig
+    cdef uint64_t x = sf.qsig ^ rsig
     cdef int g, d
     for g in range(sf.F):
         d = popcount64((x >> (g * sf.b)) & sf.mask)
@@ -1434,7 +1446,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 r = ent[p].ref
                 if upper and r <= qi:
                     continue
-                if sf.active and not sig_admits(&sf, ent[p].sig, walk.z):
+                if sf.active and not sig_admits(&sf, entry_sig(&ent[p]), walk.z):
                     continue
                 overlap_prefetch(&state[r])
                 overlap_prefetch(&bound[r])
@@ -1540,7 +1552,7 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
                 p = walk_next(&walk)
                 if p < 0:
                     break
-                if sf.active and not sig_admits(&sf, ent[p].sig, walk.z):
+                if sf.active and not sig_admits(&sf, entry_sig(&ent[p]), walk.z):
                     continue
                 r = ent[p].ref
                 if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:

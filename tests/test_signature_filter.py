@@ -1,14 +1,14 @@
-"""The 32-bit row signatures kept beside every posting entry, and the scans that use them.
+"""The 64-bit row signatures kept in every posting entry, and the scans that use them.
 
 Before a posting scan reads a reference's per-query state (a random read),
-it tests the reference's row signature, stored beside the entry: ``32 // F``
+it tests the reference's row signature, stored in the entry: ``64 // F``
 bits per field, one bit set per distinct token.  A bit set on one side only
 stands for a token missing on the other, so in every field
 ``2*|x ∩ y| <= |x| + |y| - (differing bits)``, and a reference whose bound
 falls below the cut in some field is skipped.  These tests pin the signature
 to its definition, check the bound on random bags, and compare the kernel
 with the plain-Python definitions where the signatures are saturated (rows
-longer than the bits), with 1 to 8 fields (32 down to 4 bits per field),
+longer than the bits), with 1 to 8 fields (64 down to 8 bits per field),
 multisets, and thresholds from tiny to exactly 1.
 """
 
@@ -32,8 +32,8 @@ def row_hashes(ts, i):
 
 
 def signature(fields, i):
-    """The definition: field f owns bits [f*b, (f+1)*b), b = 32 // F; a token sets one."""
-    b = 32 // len(fields)
+    """The definition: field f owns bits [f*b, (f+1)*b), b = 64 // F; a token sets one."""
+    b = 64 // len(fields)
     sig = 0
     for f, ts in enumerate(fields):
         for h in row_hashes(ts, i):
@@ -55,7 +55,7 @@ def test_entry_signatures_follow_the_definition(n_fields):
     idx = OverlapIndex(tuple(fields) if n_fields > 1 else fields[0])
     per_ref = sum(np.diff(ts.indptr) for ts in fields)
     np.testing.assert_array_equal(np.sort(np.asarray(idx._index.entry_signatures)),
-                                  np.sort(np.repeat(want, per_ref).astype(np.uint32)))
+                                  np.sort(np.repeat(want, per_ref).astype(np.uint64)))
     with pytest.raises(ValueError, match="out of range"):
         _search.entry_signatures(coll, np.array([0, 30], dtype=np.int32), 1)
 
@@ -66,7 +66,7 @@ def test_entry_signatures_follow_the_definition(n_fields):
 def test_differing_bits_bound_the_intersection(a, b, n_fields, multiset):
     """2*|x ∩ y| <= |x| + |y| - popcount(sig_x ^ sig_y) in each field, sets and bags
     (the kernel's own signatures)."""
-    bits = 32 // n_fields
+    bits = 64 // n_fields
     ts = TokenSets.from_ids([a, b], multiset=multiset)
     sx, sy = (int(v) for v in _search.entry_signatures(
         collection((ts,) * n_fields, 1), np.array([0, 1], dtype=np.int32), 1))
@@ -76,12 +76,12 @@ def test_differing_bits_bound_the_intersection(a, b, n_fields, multiset):
     for f in range(n_fields):
         d = bin(((sx ^ sy) >> (f * bits)) & mask).count("1")
         assert 2 * inter <= sum(x.values()) + sum(y.values()) - d
-    assert (sx >> (n_fields * bits)) == 0 if n_fields * bits < 32 else True
+    assert (sx >> (n_fields * bits)) == 0 if n_fields * bits < 64 else True
 
 
 # ------------------------------------------------------------ the kernel against the definition
 token = st.one_of(st.integers(0, 4), st.integers(0, 40), st.integers(0, 400))
-row = st.lists(token, max_size=45)   # up to 45 distinct tokens: beyond any field's bits
+row = st.lists(token, max_size=90)   # up to 90 tokens: beyond any field's bits (64 for one field)
 
 
 @st.composite
