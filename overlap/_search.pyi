@@ -77,11 +77,7 @@ def entry_signatures(
     refs: Collection, pref: NDArray[np.int32], n_threads: int
 ) -> NDArray[np.uint64]: ...
 def interleave_entries(
-    refs: Collection,
-    pref: NDArray[np.int32],
-    psize: NDArray[np.int32],
-    psuf: NDArray[np.int32],
-    n_threads: int,
+    refs: Collection, pref: NDArray[np.int32], psize: NDArray[np.int32], n_threads: int
 ) -> NDArray[np.void]: ...
 def group_records(
     gsize: NDArray[np.int32], gstart: NDArray[np.int64], psuf: NDArray[np.int32]

@@ -31,6 +31,7 @@ point is below it in exact arithmetic too: pruning never changes a result.
 """
 
 import sys
+import threading
 
 import numpy as np
 cimport numpy as cnp
@@ -54,8 +55,8 @@ MAX_QUERY_TOKENS = (1 << QUERY_TOKEN_BITS) - 1
 MAX_ROW_MASS = (1 << COUNT_BITS) - 1
 
 #: One posting entry (the Entry struct) and one size group (Group), as numpy sees them.
-ENTRY_DTYPE = np.dtype([("ref", np.int32), ("suf", np.int32), ("size", np.int32),
-                        ("sig_lo", np.uint32), ("sig_hi", np.uint32)])
+ENTRY_DTYPE = np.dtype([("ref", np.int32), ("size", np.int32), ("sig_lo", np.uint32),
+                        ("sig_hi", np.uint32)])
 GROUP_DTYPE = np.dtype([("size", np.int32), ("top", np.int32), ("start", np.int64)])
 
 cdef enum:
@@ -130,13 +131,13 @@ ctypedef struct TokenInfo:
     int32_t unused
 
 ctypedef struct Entry:
-    # one posting entry: what a scan reads about the reference, in one place
-    # (a random first read of a size group costs one cache line, not four)
+    # one posting entry: what a scan reads about the reference once the
+    # positional filter (on Index.psuf, a column of its own: the walks read
+    # it entry after entry) has passed it, in one place
     int32_t ref              # the reference id
-    int32_t suf              # its mass from the token on (descending within a size)
     int32_t size             # its size in the field
     uint32_t sig_lo          # its 64-bit row signature (see row_sig64), low and
-    uint32_t sig_hi          # high halves (20 bytes an entry, no padding)
+    uint32_t sig_hi          # high halves (16 bytes an entry)
 
 ctypedef struct Group:
     # one size group of a long posting (see size_groups)
@@ -150,6 +151,9 @@ ctypedef struct Index:
     const TokenInfo* tinfo   # V: per vocabulary id
     const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
     const Entry* ent         # the posting entries, token by token
+    const int32_t* psuf      # and each one's reference mass from the token on
+                             # (descending within a size)
+    const int32_t* pref      # their references alone (NULL until top_k needs them)
     bint has_sig             # ent[].sig is filled (any entry at all)
     int sig_bits             # bits of that signature per field (64 // F)
     const uint32_t* pcnt     # posting counts (NULL for sets)
@@ -238,6 +242,8 @@ cdef class ReferenceIndex:
     cdef readonly object groups     # (gptr, size, start, top): see size_groups, group_records
     cdef readonly object entries    # the posting entries (ENTRY_DTYPE): see interleave_entries
     cdef object _tables                     # the query-side tables (compact_vocabulary, token_info)
+    cdef object _ref_column                 # entries["ref"], compact (see top_k)
+    cdef object _lock
     cdef readonly Collection refs
     cdef readonly object last_stats
 
@@ -247,6 +253,9 @@ cdef class ReferenceIndex:
                  const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
                  const int32_t[::1] maxe, const int64_t[::1] rrec, int n_threads=1):
         self.refs = refs
+        self._lock = threading.Lock()
+        self._ref_column = None
+        self.x.pref = NULL
         if pref.shape[0] and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
             raise ValueError("overlap index: postings without references")
         if psize.shape[0] != pref.shape[0] or psuf.shape[0] != pref.shape[0]:
@@ -256,10 +265,11 @@ cdef class ReferenceIndex:
         # the scans read the entries (interleaved), fingerprints and records;
         # the vocabulary and per-token tables are rebuilt compactly below
         # (vocab, tinfo), so the build's own arrays are not kept
-        entries = interleave_entries(refs, pref, psize, psuf, n_threads)
+        entries = interleave_entries(refs, pref, psize, n_threads)
         self.entries = entries
-        self._keep = (entries, pcnt, fps, fpi, rrec)
+        self._keep = (entries, psuf, pcnt, fps, fpi, rrec)
         self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if pref.shape[0] else NULL
+        self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
         self.x.has_sig = pref.shape[0] > 0
         self.x.sig_bits = 64 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
@@ -281,6 +291,25 @@ cdef class ReferenceIndex:
         self.x.voff = &vo[0]
         self.x.tinfo = <const TokenInfo*>&tv[0] if tv.shape[0] else NULL
 
+    def _need_ref_column(self):
+        """Make the compact reference column once (kept until the index goes).
+
+        Below POSITIONAL_CUT a top-k scan reads every entry's reference in
+        its size window; reading them from a 4-byte column instead of the
+        20-byte entries keeps that scan as fast as it was.  Made on first
+        use, under a lock (concurrent callers share one column), so that a
+        join never pays its memory.
+        """
+        cdef const int32_t[::1] col
+        if self.x.pref != NULL or self.entries.shape[0] == 0:
+            return
+        with self._lock:
+            if self._ref_column is None:
+                column = np.ascontiguousarray(self.entries["ref"])
+                col = column
+                self._ref_column = column
+                self.x.pref = &col[0]
+
     @property
     def entry_signatures(self):
         """The row signature (row_sig64) of every posting entry's reference."""
@@ -291,6 +320,8 @@ cdef class ReferenceIndex:
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
               double[:, ::1] out_score, int64_t[:, ::1] out_index):
         """Top-k search for queries[start:stop] into out_*[start:stop]."""
+        if min_score < POSITIONAL_CUT:
+            self._need_ref_column()
         stats = np.zeros((max(1, n_threads), 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
@@ -458,14 +489,14 @@ def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
 
 
 def interleave_entries(Collection refs, const int32_t[::1] pref, const int32_t[::1] psize,
-                       const int32_t[::1] psuf, int n_threads):
+                       int n_threads):
     """The posting columns as one array of Entry records (ENTRY_DTYPE), signatures filled.
 
-    A scan reads an entry's reference, suffix mass, size and signature
-    together: one cache line for a random first read instead of four.
+    A scan reads an entry's reference, size and signature together: one
+    cache line for a random first read instead of three.
     """
     cdef int64_t m = pref.shape[0], i
-    if psize.shape[0] != m or psuf.shape[0] != m:
+    if psize.shape[0] != m:
         raise ValueError("overlap index: posting columns of different lengths")
     out = np.empty(m, dtype=ENTRY_DTYPE)
     if m == 0:
@@ -475,7 +506,6 @@ def interleave_entries(Collection refs, const int32_t[::1] pref, const int32_t[:
     with nogil:
         for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
             e[i].ref = pref[i]
-            e[i].suf = psuf[i]
             e[i].size = psize[i]
     return out
 
@@ -1289,13 +1319,14 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
     are read entry by entry.
     """
     cdef const Entry* ent = w.X.ent
+    cdef const int32_t* psuf = w.X.psuf
     cdef const Group* grp
     cdef int64_t e, z
     if w.grouped:
         while True:
             if w.p < w.end:
                 w.n_read += 1
-                e = ent[w.p].suf
+                e = psuf[w.p]
                 if 2.0 * <double>(e if e < w.rest else w.rest) >= w.need:
                     w.p += 1
                     w.z = w.X.grp[w.g].size
@@ -1326,7 +1357,7 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
         if z < w.zlo:
             continue
         w.n_read += 1
-        e = ent[w.p - 1].suf
+        e = psuf[w.p - 1]
         if 2.0 * <double>(e if e < w.rest else w.rest) >= w.cut * <double>(w.q + z):
             w.z = z
             return w.p - 1
@@ -1399,7 +1430,9 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
         window_range(X, s.post_vid[t], a, b, &a, &b)
         s.n_post += b - a
         for p in range(a, b):
-            r = ent[p].ref
+            # every entry's reference is read: from the compact column (a
+            # quarter of the bytes), which top_k makes for such scans
+            r = X.pref[p] if X.pref != NULL else ent[p].ref
             w = state[r]
             add = <uint32_t>(qcount if pcnt == NULL or pcnt[p] >= qcount else pcnt[p])
             if (w >> COUNT_BITS) == 1:
@@ -1411,7 +1444,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 continue
             if w != 0:
                 continue
-            e = ent[p].suf
+            e = X.psuf[p]
             z = ent[p].size
             if 2.0 * <double>(e if e < rest else rest) < cut * <double>(q + z):
                 continue
@@ -1459,7 +1492,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 w = state[r]
                 ref_count = pcnt[pb] if pcnt != NULL else 1
                 add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-                gain = ent[pb].suf - ref_count
+                gain = X.psuf[pb] - ref_count
                 if gain > after:
                     gain = after
                 if (w >> COUNT_BITS) == 1:
