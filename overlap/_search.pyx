@@ -1963,59 +1963,119 @@ def size_groups(const int64_t[::1] pptr, const int32_t[::1] psize, int64_t min_l
     return gptr, gsize, gstart
 
 
-def vocab_table(const uint64_t[::1] hashes):
-    """Distinct hashes in first-seen order, and an open-addressing table of them.
+cdef int vocab_grow(VocabSlot** table, int64_t* cap, const uint64_t* kv,
+                    int64_t nv) noexcept nogil:
+    """Double the table and re-insert ids 0..nv-1 in id order; 1 when out of memory."""
+    cdef int64_t c = 2 * cap[0], j, slot
+    cdef VocabSlot* t = <VocabSlot*>malloc(c * sizeof(VocabSlot))
+    if t == NULL:
+        return 1
+    for j in range(c):
+        t[j].vid = -1
+    for j in range(nv):
+        slot = <int64_t>(fmix64(kv[j]) & <uint64_t>(c - 1))
+        while t[slot].vid >= 0:
+            slot = (slot + 1) & (c - 1)
+        t[slot].key = kv[j]
+        t[slot].vid = j
+    free(table[0])
+    table[0] = t
+    cap[0] = c
+    return 0
 
-    Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
-    hash, ``inverse`` the id of every input hash; the table (a power of two,
-    at most half full) maps a hash to its id by linear probing.
+
+cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, VocabSlot** table,
+                    int64_t* cap, uint64_t** keys, int64_t* kcap,
+                    int64_t* n_distinct) noexcept nogil:
+    """Number ``hashes`` in first-seen order into a growing table; 1 when out of memory.
+
+    ``table`` (``cap`` slots) and ``keys`` (room for ``kcap``) start allocated
+    and are replaced as they grow; the caller frees them.  The table is
+    doubled whenever it would be more than half full, so it stays small (and
+    in cache) while most probes find a key already seen.
     """
-    cdef int64_t nnz = hashes.shape[0], cap = 16, i, slot, vid, nv = 0, j
-    while cap < nnz // 2 + 16:
-        cap <<= 1
+    cdef int64_t i, slot, vid, nv = 0, c = cap[0]
     cdef uint64_t key
-    tkeys = np.zeros(cap, dtype=np.uint64)
-    tids = np.full(cap, -1, dtype=np.int64)
-    inverse = np.empty(nnz, dtype=np.int64)
-    keys = np.empty(max(nnz, 1), dtype=np.uint64)
-    cdef uint64_t[::1] tk = tkeys
-    cdef int64_t[::1] ti = tids
-    cdef int64_t[::1] inv = inverse
-    cdef uint64_t[::1] kv = keys
-    cdef uint64_t[::1] tk2
-    cdef int64_t[::1] ti2
+    cdef VocabSlot* t = table[0]
+    cdef uint64_t* kv = keys[0]
+    cdef uint64_t* grown
     for i in range(nnz):
         key = hashes[i]
-        slot = <int64_t>(fmix64(key) & <uint64_t>(cap - 1))
+        slot = <int64_t>(fmix64(key) & <uint64_t>(c - 1))
         while True:
-            vid = ti[slot]
+            vid = t[slot].vid
             if vid < 0:
-                ti[slot] = nv
-                tk[slot] = key
+                if nv == kcap[0]:
+                    grown = <uint64_t*>realloc(kv, 2 * kcap[0] * sizeof(uint64_t))
+                    if grown == NULL:
+                        n_distinct[0] = nv
+                        return 1
+                    kv = grown
+                    keys[0] = kv
+                    kcap[0] = 2 * kcap[0]
+                t[slot].vid = nv
+                t[slot].key = key
                 kv[nv] = key
                 inv[i] = nv
                 nv += 1
                 break
-            if tk[slot] == key:
+            if t[slot].key == key:
                 inv[i] = vid
                 break
-            slot = (slot + 1) & (cap - 1)
-        if 2 * nv > cap:
-            # grow and re-insert: keep the table at most half full
-            cap <<= 1
-            tkeys = np.zeros(cap, dtype=np.uint64)
-            tids = np.full(cap, -1, dtype=np.int64)
-            tk2 = tkeys
-            ti2 = tids
+            slot = (slot + 1) & (c - 1)
+        if 2 * nv > c:
+            # keep the table at most half full
+            if vocab_grow(table, cap, kv, nv):
+                n_distinct[0] = nv
+                return 1
+            t = table[0]
+            c = cap[0]
+    n_distinct[0] = nv
+    return 0
+
+
+def vocab_table(const uint64_t[::1] hashes):
+    """Distinct hashes in first-seen order, and an open-addressing table of them.
+
+    Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
+    hash, ``inverse`` the id of every input hash; the table (``tkeys[s]``,
+    ``tids[s]``; a power of two of at least 16 slots, the smallest at most half
+    full; -1 marks an empty slot) maps a hash to its id by linear probing.
+    """
+    cdef int64_t nnz = hashes.shape[0], cap = 16, kcap = 16, nv = 0, j
+    inverse = np.empty(nnz, dtype=np.int64)
+    cdef int64_t[::1] inv = inverse
+    cdef VocabSlot* table = <VocabSlot*>malloc(cap * sizeof(VocabSlot))
+    cdef uint64_t* kv = <uint64_t*>malloc(kcap * sizeof(uint64_t))
+    cdef int failed = table == NULL or kv == NULL
+    cdef uint64_t[::1] kout
+    cdef uint64_t[::1] tk
+    cdef int64_t[::1] ti
+    try:
+        if not failed:
+            for j in range(cap):
+                table[j].vid = -1
+            with nogil:
+                failed = vocab_fill(&hashes[0] if nnz else NULL, nnz, &inv[0] if nnz else NULL,
+                                    &table, &cap, &kv, &kcap, &nv)
+        if failed:
+            raise MemoryError("overlap index: out of memory for the vocabulary")
+        keys = np.empty(nv, dtype=np.uint64)
+        tkeys = np.empty(cap, dtype=np.uint64)
+        tids = np.empty(cap, dtype=np.int64)
+        kout = keys
+        tk = tkeys
+        ti = tids
+        with nogil:
             for j in range(nv):
-                slot = <int64_t>(fmix64(kv[j]) & <uint64_t>(cap - 1))
-                while ti2[slot] >= 0:
-                    slot = (slot + 1) & (cap - 1)
-                ti2[slot] = j
-                tk2[slot] = kv[j]
-            tk = tkeys
-            ti = tids
-    return keys[:nv].copy(), inverse, tkeys, tids
+                kout[j] = kv[j]
+            for j in range(cap):
+                tk[j] = table[j].key if table[j].vid >= 0 else 0
+                ti[j] = table[j].vid
+        return keys, inverse, tkeys, tids
+    finally:
+        free(table)
+        free(kv)
 
 
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
