@@ -39,49 +39,45 @@ def reference_index(
     query kernel visits its tokens in the same order.  Every posting entry of
     reference ``r`` for token ``t`` stores ``|r|`` and ``e``: the mass of the
     tokens of ``r`` ranked at or after ``t`` (``t`` included).  Entries of one
-    token are sorted by reference, so a query's scan walks the per-reference
-    state in address order.
+    token are sorted by size, then ``e`` descending, then reference (see
+    ``_search.build_postings``), so a query reads a size range and stops early
+    inside each size.
 
     Memory is linear in the number of stored tokens.
     """
     n = len(fields[0])
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
-    multiset = fields[0].multiset
-    tkeys, tids, ranks, maxes = [], [], [], []
-    pptrs, prefs, psizes, pes, pcnts = [], [], [], [], []
-    voff = [0]
+    total = sum(ts.nnz for ts in fields)
+    # every field's vocabulary ids, numbered one field after the other
+    inverse = np.empty(total, dtype=np.int64)
+    tkeys, tids, ranks, dfs = [], [], [], []
     toff = [0]
-    base = 0
+    nv_total = 0
+    pos = 0
     for ts in fields:
-        vocab, inverse, table_keys, table_ids = _search.vocab_table(ts.hashes)
-        df = np.bincount(inverse, minlength=vocab.shape[0])
-        rank = np.empty(vocab.shape[0], dtype=np.int64)
-        rank[np.lexsort((vocab, df))] = np.arange(vocab.shape[0])
-        ptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
-        np.cumsum(df, out=ptr[1:])
-        counts = ts.counts if multiset else _EMPTY_U32
-        row_max = int(np.diff(ts.indptr).max()) if n else 0
-        pref, psize, psuf, pcnt = _search.build_postings(
-            ts.indptr, inverse.astype(np.int64, copy=False), rank, counts, multiset,
-            ts.sizes, ptr, row_max, n_threads,
-        )
-        prefs.append(pref)
-        psizes.append(psize)
-        pes.append(psuf)
-        maxes.append(
-            np.maximum.reduceat(psuf, ptr[:-1]) if psuf.shape[0] else np.zeros(0, np.int32)
-        )
-        if multiset:
-            pcnts.append(pcnt)
-        pptrs.append(ptr[1:] + base)
-        base += int(ptr[-1])
-        tkeys.append(table_keys)
-        tids.append(np.where(table_ids >= 0, table_ids + voff[-1], -1))
-        toff.append(toff[-1] + table_keys.shape[0])
+        vocab, inv, table_keys, table_ids = _search.vocab_table(ts.hashes)
+        nv = vocab.shape[0]
+        np.add(inv, nv_total, out=inverse[pos:pos + ts.nnz])
+        pos += ts.nnz
+        df = np.bincount(inv, minlength=nv)
+        del inv
+        rank = np.empty(nv, dtype=np.int64)
+        rank[np.lexsort((vocab, df))] = np.arange(nv)
         ranks.append(rank)
-        voff.append(voff[-1] + vocab.shape[0])
-    pptr = np.concatenate([np.zeros(1, dtype=np.int64)] + [p.astype(np.int64) for p in pptrs])
+        dfs.append(df)
+        tkeys.append(table_keys)
+        tids.append(np.where(table_ids >= 0, table_ids + nv_total, -1))
+        toff.append(toff[-1] + table_keys.shape[0])
+        nv_total += nv
+    pptr = np.zeros(nv_total + 1, dtype=np.int64)
+    if nv_total:
+        np.cumsum(np.concatenate(dfs), out=pptr[1:])
+    rank = np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64)
+    pref, psize, psuf, pcnt, maxe = _search.build_postings(
+        coll, inverse, rank, pptr, max_row(fields) if n else 0, n_threads
+    )
+    del inverse
     fp = np.asarray(coll_fingerprints(coll))
     fpi = np.argsort(fp, kind="stable").astype(np.int64)
     return _search.ReferenceIndex(
@@ -89,15 +85,15 @@ def reference_index(
         np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
         np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
         np.asarray(toff, dtype=np.int64),
-        np.ascontiguousarray(pptr),
-        np.ascontiguousarray(np.concatenate(prefs), dtype=np.int32),
-        np.ascontiguousarray(np.concatenate(psizes), dtype=np.int32),
-        np.ascontiguousarray(np.concatenate(pes), dtype=np.int32),
-        np.ascontiguousarray(np.concatenate(pcnts), dtype=np.uint32) if multiset else _EMPTY_U32,
+        pptr,
+        pref,
+        psize,
+        psuf,
+        pcnt if fields[0].multiset else _EMPTY_U32,
         np.ascontiguousarray(fp[fpi]),
         fpi,
-        np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64),
-        np.ascontiguousarray(np.concatenate(maxes), dtype=np.int32),
+        rank,
+        maxe,
         coll.records(n_threads),
         n_threads,
     )

@@ -103,16 +103,15 @@ def row_fingerprints(
     n_threads: int,
 ) -> NDArray[np.uint64]: ...
 def build_postings(
-    indptr: NDArray[np.int64],
+    refs: Collection,
     inverse: NDArray[np.int64],
     rank: NDArray[np.int64],
-    counts: NDArray[np.uint32],
-    multiset: bool,
-    sizes: NDArray[np.int64],
     ptr: NDArray[np.int64],
     max_row: int,
     n_threads: int,
-) -> tuple[NDArray[np.int32], NDArray[np.int32], NDArray[np.int32], NDArray[np.uint32]]: ...
+) -> tuple[
+    NDArray[np.int32], NDArray[np.int32], NDArray[np.int32], NDArray[np.uint32], NDArray[np.int32]
+]: ...
 def size_groups(
     pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]: ...

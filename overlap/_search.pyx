@@ -1917,6 +1917,17 @@ def row_fingerprints(const int64_t[::1] ip, const uint64_t[::1] h, const uint32_
     return out
 
 
+cdef enum:
+    # rows up to this long get their suffix masses by counting, not sorting
+    SHORT_ROW = 32
+    # size groups whose suffix masses are all at most this are ordered by a counting sort
+    SMALL_SUFFIX = 64
+    # rows ahead whose tokens a walk in size order prefetches
+    ROW_AHEAD = 8
+    # row chunks per thread of a threaded scatter
+    SCATTER_CHUNKS = 4
+
+
 ctypedef struct RankedEntry:
     int64_t rank
     int64_t pos
@@ -1927,198 +1938,336 @@ cdef int cmp_ranked_desc(const void* a, const void* b) noexcept nogil:
     return (x < y) - (x > y)
 
 
-def build_postings(const int64_t[::1] indptr, const int64_t[::1] inverse,
-                   const int64_t[::1] rank, const uint32_t[::1] counts, bint multiset,
-                   const int64_t[::1] sizes, const int64_t[::1] ptr, int64_t max_row,
-                   int n_threads):
-    """Fill one field's postings in (token, reference) order.
+cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uint32_t* cnt,
+                              int64_t L, int32_t* suf, RankedEntry* buf) noexcept nogil:
+    """Suffix mass of every token of one row, capped at 2**31 - 1.
 
-    ``inverse`` maps every stored token to its vocabulary id, ``rank`` gives each
-    vocabulary id its place in the scan order and ``ptr`` (V + 1) the posting
-    boundaries.  Returns ``(pref, psize, psuf, pcnt)``, where ``psuf`` is the
-    reference's mass from the entry's token on in rank order (token included).
+    A token's suffix mass is the mass (count, or 1 for sets) of the row's
+    tokens ranked at or after it.  The ranks of one row are distinct (its
+    tokens are).  Short rows count, in L * L steps; longer ones sort (``buf``:
+    room for ``L`` entries).  ``cnt`` is NULL for sets.
     """
-    cdef int64_t n = indptr.shape[0] - 1, nnz = inverse.shape[0], i, a, b, t, u, v
-    cdef int64_t V = ptr.shape[0] - 1
-    suffix = np.empty(nnz, dtype=np.int64)
-    cdef int64_t[::1] suf = suffix
-    cdef RankedEntry* buf
-    cdef int64_t acc, w, m
-    cdef int failed = 0
-    # suffix mass of every entry within its row, in rank order
-    with nogil, parallel(num_threads=n_threads):
-        buf = <RankedEntry*>malloc(sizeof(RankedEntry) * (max_row if max_row > 0 else 1))
-        try:
-            for i in prange(n, schedule="dynamic", chunksize=512):
-                if buf == NULL:
-                    failed += 1
-                    continue
-                a = indptr[i]
-                b = indptr[i + 1]
-                for t in range(a, b):
-                    buf[t - a].rank = rank[inverse[t]]
-                    buf[t - a].pos = t
-                qsort(buf, b - a, sizeof(RankedEntry), cmp_ranked_desc)
-                acc = 0
-                for m in range(b - a):
-                    acc = acc + (counts[buf[m].pos] if multiset else 1)
-                    suf[buf[m].pos] = acc
-        finally:
-            free(buf)
-    if failed:
-        raise MemoryError("overlap index: out of memory")
-    fill = np.array(ptr[:V], dtype=np.int64, copy=True)
-    cdef int64_t[::1] fv = fill
+    cdef int64_t rk[SHORT_ROW]
+    cdef int64_t m, j, acc, x
+    if L <= SHORT_ROW:
+        for m in range(L):
+            rk[m] = rank[inv[m]]
+        for m in range(L):
+            acc = 0
+            x = rk[m]
+            if cnt == NULL:
+                for j in range(L):
+                    acc += rk[j] >= x
+            else:
+                for j in range(L):
+                    acc += <int64_t>cnt[j] if rk[j] >= x else 0
+            suf[m] = <int32_t>(acc if acc < 2147483647 else 2147483647)
+        return
+    for m in range(L):
+        buf[m].rank = rank[inv[m]]
+        buf[m].pos = m
+    qsort(buf, L, sizeof(RankedEntry), cmp_ranked_desc)
+    acc = 0
+    for m in range(L):
+        acc = acc + (cnt[buf[m].pos] if cnt != NULL else 1)
+        suf[buf[m].pos] = <int32_t>(acc if acc < 2147483647 else 2147483647)
+
+
+ctypedef struct GroupEntry:
+    # one posting entry while its size group is reordered
+    uint64_t key   # (2**31 - 1 - suffix mass) << 32 | reference: ascending is the scan order
+    uint32_t c     # the reference's count of the token (bags)
+
+
+cdef int cmp_group_entries(const void* a, const void* b) noexcept nogil:
+    cdef uint64_t x = (<const GroupEntry*>a).key, y = (<const GroupEntry*>b).key
+    return (x > y) - (x < y)
+
+
+cdef inline int scatter_row(const int64_t* inv, const uint32_t* cnt, int64_t L, int32_t r,
+                            int32_t z, const int64_t* rank, const int64_t* ptr, int64_t V,
+                            int64_t* fill, int32_t* pref, int32_t* psize, int32_t* psuf,
+                            uint32_t* pcnt, int64_t room, RankedEntry* rbuf,
+                            int32_t* sbuf) noexcept nogil:
+    """Append the entries of reference ``r`` (its ``L`` tokens) to their postings.
+
+    ``fill[v]`` is the next free slot of posting ``v``.  Returns 0, 1 for a
+    vocabulary id out of range or a posting overfull (the tables disagree),
+    2 for a row longer than SHORT_ROW without buffers of ``room`` entries.
+    """
+    cdef int32_t sloc[SHORT_ROW]
+    cdef int32_t* sf = sloc
+    cdef int64_t m, v, u
+    for m in range(L):
+        if inv[m] < 0 or inv[m] >= V:
+            return 1
+    if L > SHORT_ROW:
+        if rbuf == NULL or sbuf == NULL or L > room:
+            return 2
+        sf = sbuf
+    row_suffixes(inv, rank, cnt, L, sf, rbuf)
+    for m in range(L):
+        v = inv[m]
+        u = fill[v]
+        if u >= ptr[v + 1]:
+            return 1
+        fill[v] = u + 1
+        pref[u] = r
+        psize[u] = z
+        psuf[u] = sf[m]
+        if pcnt != NULL:
+            pcnt[u] = cnt[m]
+    return 0
+
+
+cdef inline void sort_size_group(int32_t* pref, int32_t* psuf, uint32_t* pcnt, int64_t a,
+                                 int64_t b, int32_t top, GroupEntry* buf) noexcept nogil:
+    """Order entries a..b (one size, references ascending) by suffix mass descending.
+
+    Ties keep the reference order.  A stable counting sort when the largest
+    suffix mass, ``top``, is at most SMALL_SUFFIX, else a sort of packed keys;
+    ``buf`` has room for ``b - a`` entries.
+    """
+    cdef int64_t bucket[SMALL_SUFFIX + 1]
+    cdef int64_t i, u, acc, w, n = b - a
+    cdef int32_t e
+    for i in range(n):
+        buf[i].key = ((<uint64_t>(0x7FFFFFFF - psuf[a + i])) << 32) | <uint64_t>(<uint32_t>pref[a + i])
+        buf[i].c = pcnt[a + i] if pcnt != NULL else 0
+    if top <= SMALL_SUFFIX:
+        for i in range(top + 1):
+            bucket[i] = 0
+        for i in range(a, b):
+            bucket[psuf[i]] += 1
+        acc = a
+        for i in range(top, -1, -1):
+            w = bucket[i]
+            bucket[i] = acc
+            acc += w
+        for i in range(n):
+            e = <int32_t>(0x7FFFFFFF - <int64_t>(buf[i].key >> 32))
+            u = bucket[e]
+            bucket[e] = u + 1
+            psuf[u] = e
+            pref[u] = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
+            if pcnt != NULL:
+                pcnt[u] = buf[i].c
+        return
+    qsort(buf, n, sizeof(GroupEntry), cmp_group_entries)
+    for i in range(n):
+        psuf[a + i] = <int32_t>(0x7FFFFFFF - <int64_t>(buf[i].key >> 32))
+        pref[a + i] = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
+        if pcnt != NULL:
+            pcnt[a + i] = buf[i].c
+
+
+def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::1] rank,
+                   const int64_t[::1] ptr, int64_t max_row, int n_threads):
+    """Fill the postings of every field in the scan order.
+
+    ``inverse`` maps every stored token of ``refs`` to its vocabulary id (the
+    fields' vocabularies numbered one after the other), ``rank`` gives each
+    id its place in its field's scan order and ``ptr`` (V + 1) the posting
+    boundaries; ``max_row`` is the longest row.  Each posting is ordered by
+    (size ascending, suffix mass descending, reference), where the suffix mass
+    is the reference's mass from the entry's token on in rank order (token
+    included).  Returns ``(pref, psize, psuf, pcnt, maxe)``: reference ids,
+    sizes, suffix masses and counts (bags only; empty for sets) of every
+    entry, sizes and masses capped at 2**31 - 1, and every posting's largest
+    suffix mass.  The result does not depend on ``n_threads``.
+    """
+    cdef const Coll* C = &refs.c
+    cdef int F = C.F, f
+    cdef int64_t n = C.n, N = <int64_t>F * n, V = ptr.shape[0] - 1
+    cdef int64_t nnz = inverse.shape[0], i, k, r, t, v, a, b, lim = 2147483647
+    if nnz != (C.ip[F * (n + 1) - 1] if F else 0) or rank.shape[0] != V or (
+            V and ptr[V] != nnz):
+        raise ValueError("overlap index: token tables of different lengths")
+    cdef bint bags = C.c != NULL
+    cdef const int64_t* ip = C.ip
+    cdef const uint32_t* cnt = C.c
+    cdef const int64_t* sz = C.sz
+    cdef const int64_t* inv = &inverse[0] if nnz else NULL
+    cdef const int64_t* rk = &rank[0] if V else NULL
     pref = np.empty(nnz, dtype=np.int32)
     psize = np.empty(nnz, dtype=np.int32)
     psuf = np.empty(nnz, dtype=np.int32)
-    pcnt = np.empty(nnz if multiset else 0, dtype=np.uint32)
+    pcnt = np.empty(nnz if bags else 0, dtype=np.uint32)
     cdef int32_t[::1] pr = pref
     cdef int32_t[::1] pz = psize
     cdef int32_t[::1] ps = psuf
     cdef uint32_t[::1] pc = pcnt
-    cdef int64_t lim = 2147483647
-    # rows in size order: the counting sort below leaves every posting sorted
-    # by (size, reference), and sort_postings only orders each size group
-    by_size = np.argsort(sizes, kind="stable")
-    cdef const int64_t[::1] rows_by_size = by_size
-    cdef int64_t k
+    cdef int32_t* ref_p = &pr[0] if nnz else NULL
+    cdef int32_t* size_p = &pz[0] if nnz else NULL
+    cdef int32_t* suf_p = &ps[0] if nnz else NULL
+    cdef uint32_t* cnt_p = &pc[0] if bags and nnz else NULL
+    # rows of each field in size order: the stable counting sort by token
+    # below leaves every posting sorted by (size, reference)
+    by_size = np.empty(N, dtype=np.int64)
+    sizes = np.asarray(<const int64_t[:N]>sz) if N else np.zeros(0, dtype=np.int64)
+    for f in range(F):
+        by_size[f * n:(f + 1) * n] = np.argsort(sizes[f * n:(f + 1) * n], kind="stable")
+    cdef const int64_t[::1] order = by_size
+    # several chunks per thread, so a thread that loses its core holds up little
+    cdef int n_chunks = SCATTER_CHUNKS * n_threads if n_threads > 1 and N >= 65536 else 1, c, st
+    # chunk c scatters the rows order[cut[c]:cut[c + 1]] from fill[c * V + v] on
+    cuts = np.zeros(n_chunks + 1, dtype=np.int64)
+    cdef int64_t[::1] cut = cuts
+    fill = np.empty(n_chunks * V, dtype=np.int64)
+    cdef int64_t[::1] fv = fill
+    cdef int64_t* fp = &fv[0] if V else NULL
+    cdef int64_t acc, w, seen
+    cdef RankedEntry* rbuf
+    cdef int32_t* sbuf
+    cdef int bad = 0, failed = 0
     with nogil:
-        # a stable counting sort by token
-        for k in range(n):
-            i = rows_by_size[k]
-            w = sizes[i] if sizes[i] < lim else lim
-            for t in range(indptr[i], indptr[i + 1]):
-                v = inverse[t]
-                u = fv[v]
-                fv[v] += 1
-                pr[u] = <int32_t>i
-                pz[u] = <int32_t>w
-                ps[u] = <int32_t>(suf[t] if suf[t] < lim else lim)
-                if multiset:
-                    pc[u] = counts[t]
-    sort_postings(ptr, pr, pz, ps, pc if multiset else None, n_threads)
-    return pref, psize, psuf, pcnt
+        # a stable counting sort by token, the suffix masses computed row by
+        # row on the way: serial with one chunk, else chunks of about equal
+        # entries, each from its own offsets (the same result for any number
+        # of chunks)
+        if n_chunks == 1:
+            cut[1] = N
+            for v in range(V):
+                fp[v] = ptr[v]
+        else:
+            seen = 0
+            c = 1
+            for k in range(N):
+                f = <int>(k // n)
+                i = order[k] + f * n
+                seen += ip[i + f + 1] - ip[i + f]
+                while c < n_chunks and seen * n_chunks >= nnz * c:
+                    cut[c] = k + 1
+                    c += 1
+            while c <= n_chunks:
+                cut[c] = N
+                c += 1
+            for i in range(n_chunks * V):
+                fp[i] = 0
+            for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
+                for k in range(cut[c], cut[c + 1]):
+                    # rows in size order are far apart: prefetch the bounds of
+                    # the row 2 * ROW_AHEAD on, the tokens of the row ROW_AHEAD on
+                    if k + 2 * ROW_AHEAD < cut[c + 1]:
+                        f = <int>((k + 2 * ROW_AHEAD) // n)
+                        overlap_prefetch(&ip[order[k + 2 * ROW_AHEAD] + f * (n + 1)])
+                    if k + ROW_AHEAD < cut[c + 1]:
+                        f = <int>((k + ROW_AHEAD) // n)
+                        overlap_prefetch(inv + ip[order[k + ROW_AHEAD] + f * (n + 1)])
+                    f = <int>(k // n)
+                    i = order[k] + f * n
+                    for t in range(ip[i + f], ip[i + f + 1]):
+                        if inv[t] >= 0 and inv[t] < V:
+                            fp[c * V + inv[t]] += 1
+            for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+                acc = ptr[v]
+                for c in range(n_chunks):
+                    w = fp[c * V + v]
+                    fp[c * V + v] = acc
+                    acc = acc + w
+        with parallel(num_threads=n_threads):
+            rbuf = NULL
+            sbuf = NULL
+            if max_row > SHORT_ROW:
+                rbuf = <RankedEntry*>malloc(sizeof(RankedEntry) * max_row)
+                sbuf = <int32_t*>malloc(sizeof(int32_t) * max_row)
+            try:
+                for c in prange(n_chunks, schedule="dynamic", chunksize=1):
+                    for k in range(cut[c], cut[c + 1]):
+                        # as above, and the row's size and counts
+                        if k + 2 * ROW_AHEAD < cut[c + 1]:
+                            f = <int>((k + 2 * ROW_AHEAD) // n)
+                            i = order[k + 2 * ROW_AHEAD] + f * n
+                            overlap_prefetch(&ip[i + f])
+                            overlap_prefetch(&sz[i])
+                        if k + ROW_AHEAD < cut[c + 1]:
+                            f = <int>((k + ROW_AHEAD) // n)
+                            a = ip[order[k + ROW_AHEAD] + f * (n + 1)]
+                            overlap_prefetch(inv + a)
+                            overlap_prefetch(inv + a + 8)
+                            if cnt != NULL:
+                                overlap_prefetch(cnt + a)
+                        f = <int>(k // n)
+                        r = order[k]
+                        i = r + f * n
+                        a = ip[i + f]
+                        st = scatter_row(inv + a, cnt + a if cnt != NULL else NULL,
+                                         ip[i + f + 1] - a, <int32_t>r,
+                                         <int32_t>(sz[i] if sz[i] < lim else lim), rk, &ptr[0],
+                                         V, fp + c * V, ref_p, size_p, suf_p, cnt_p, max_row,
+                                         rbuf, sbuf)
+                        if st == 1:
+                            bad += 1
+                            break
+                        if st == 2:
+                            failed += 1
+                            break
+            finally:
+                free(rbuf)
+                free(sbuf)
+    if bad:
+        raise ValueError("overlap index: token tables that disagree")
+    if failed:
+        raise MemoryError("overlap index: out of memory")
+    del fill, order, by_size
+    maxe = sort_postings(ptr, ref_p, size_p, suf_p, cnt_p, n_threads)
+    return pref, psize, psuf, pcnt, maxe
 
 
-ctypedef struct PostEntry:
-    int32_t z      # reference size
-    int32_t e      # reference mass from the token on
-    int32_t r      # reference id
-    uint32_t c     # reference count of the token (multisets)
-
-
-cdef inline bint entry_before(const PostEntry* a, const PostEntry* b) noexcept nogil:
-    """The scan order: size ascending, then suffix mass descending, then reference."""
-    if a.z != b.z:
-        return a.z < b.z
-    if a.e != b.e:
-        return a.e > b.e
-    return a.r < b.r
-
-
-cdef int cmp_entries(const void* a, const void* b) noexcept nogil:
-    cdef const PostEntry* x = <const PostEntry*>a
-    cdef const PostEntry* y = <const PostEntry*>b
-    if entry_before(x, y):
-        return -1
-    return 1 if entry_before(y, x) else 0
-
-
-cdef inline void sort_entries(PostEntry* buf, int64_t n) noexcept nogil:
-    """Insertion sort for short postings (most are), qsort for the rest."""
-    cdef int64_t i, j
-    cdef PostEntry tmp
-    if n > 16:
-        qsort(buf, n, sizeof(PostEntry), cmp_entries)
-        return
-    for i in range(1, n):
-        tmp = buf[i]
-        j = i - 1
-        while j >= 0 and entry_before(&tmp, &buf[j]):
-            buf[j + 1] = buf[j]
-            j -= 1
-        buf[j + 1] = tmp
-
-
-cdef inline bint posting_sorted(const int32_t[::1] psize, const int32_t[::1] psuf,
-                               const int32_t[::1] pref, int64_t a, int64_t b) noexcept nogil:
-    """True when entries a..b are already in the scan order (most short postings are)."""
-    cdef int64_t i
-    for i in range(a + 1, b):
-        if psize[i] != psize[i - 1]:
-            continue
-        if psuf[i] > psuf[i - 1] or (psuf[i] == psuf[i - 1] and pref[i] < pref[i - 1]):
-            return False
-    return True
-
-
-cdef inline void sort_size_group(PostEntry* buf, int32_t* pref, int32_t* psuf, uint32_t* pcnt,
-                                 int64_t a, int64_t b) noexcept nogil:
-    """Order entries a..b (one size) by suffix mass descending, then reference.
-
-    Sets sort one packed 64-bit key per entry; bags carry their counts along.
-    """
-    cdef uint64_t* keys = <uint64_t*>buf
-    cdef int64_t i, n = b - a
-    if pcnt == NULL:
-        for i in range(n):
-            keys[i] = ((<uint64_t>(0x7FFFFFFF - psuf[a + i])) << 32) | <uint64_t>pref[a + i]
-        sort_u64(keys, n)
-        for i in range(n):
-            psuf[a + i] = <int32_t>(0x7FFFFFFF - <int64_t>(keys[i] >> 32))
-            pref[a + i] = <int32_t>(keys[i] & <uint64_t>0xFFFFFFFFULL)
-        return
-    for i in range(n):
-        buf[i].z = 0
-        buf[i].e = psuf[a + i]
-        buf[i].r = pref[a + i]
-        buf[i].c = pcnt[a + i]
-    sort_entries(buf, n)
-    for i in range(n):
-        psuf[a + i] = buf[i].e
-        pref[a + i] = buf[i].r
-        pcnt[a + i] = buf[i].c
-
-
-cdef void sort_postings(const int64_t[::1] ptr, int32_t[::1] pref, int32_t[::1] psize,
-                        int32_t[::1] psuf, uint32_t[::1] pcnt, int n_threads):
+cdef sort_postings(const int64_t[::1] ptr, int32_t* pref, const int32_t* psize, int32_t* psuf,
+                   uint32_t* pcnt, int n_threads):
     """Order every posting by (size ascending, suffix mass descending, reference).
 
-    The search reads a size range with a binary search and, inside each size,
-    stops at the first entry the positional filter rejects (see scan_posting).
+    Postings arrive sorted by (size, reference): each size group not yet in
+    order is reordered by suffix mass (see sort_size_group).  The search reads
+    a size range with a binary search and, inside each size, stops at the
+    first entry the positional filter rejects (see scan_posting).  Returns
+    every posting's largest suffix mass.
     """
-    cdef int64_t V = ptr.shape[0] - 1, v, a, b, longest = 1
-    cdef bint bags = pcnt is not None
-    cdef PostEntry* buf
+    cdef int64_t V = ptr.shape[0] - 1, v, a, b, end, longest = 1
+    maxe = np.empty(V, dtype=np.int32)
+    cdef int32_t[::1] mx = maxe
+    cdef GroupEntry* buf
+    cdef int32_t z, top, best
+    cdef bint in_order
     cdef int failed = 0
-    cdef int32_t* ref_p = &pref[0] if pref.shape[0] else NULL
-    cdef int32_t* suf_p = &psuf[0] if psuf.shape[0] else NULL
-    cdef uint32_t* cnt_p = &pcnt[0] if bags and pcnt.shape[0] else NULL
     for v in range(V):
         if ptr[v + 1] - ptr[v] > longest:
             longest = ptr[v + 1] - ptr[v]
     with nogil, parallel(num_threads=n_threads):
-        buf = <PostEntry*>malloc(longest * sizeof(PostEntry))
+        # room for the longest posting (its pages are touched only as far as
+        # the longest size group that needs reordering)
+        buf = <GroupEntry*>malloc(longest * sizeof(GroupEntry))
         try:
-            for v in prange(V, schedule="dynamic", chunksize=64):
-                if buf == NULL:
-                    failed += 1
-                    continue
+            for v in prange(V, schedule="dynamic", chunksize=256):
                 a = ptr[v]
-                # entries arrive sorted by size (rows are filled in size
-                # order): order each size group by suffix mass
-                while a < ptr[v + 1]:
+                end = ptr[v + 1]
+                best = 0
+                while a < end:
+                    z = psize[a]
+                    top = psuf[a]
+                    in_order = True
                     b = a + 1
-                    while b < ptr[v + 1] and psize[b] == psize[a]:
+                    while b < end and psize[b] == z:
+                        if psuf[b] > psuf[b - 1]:
+                            in_order = False
+                        if psuf[b] > top:
+                            top = psuf[b]
                         b = b + 1
-                    if not posting_sorted(psize, psuf, pref, a, b):
-                        sort_size_group(buf, ref_p, suf_p, cnt_p, a, b)
+                    if top > best:
+                        best = top
+                    if not in_order:
+                        if buf == NULL:
+                            failed += 1
+                            break
+                        sort_size_group(pref, psuf, pcnt, a, b, top, buf)
                     a = b
+                mx[v] = best
         finally:
             free(buf)
     if failed:
         raise MemoryError("overlap index: out of memory")
+    return maxe
 
 
 def size_groups(const int64_t[::1] pptr, const int32_t[::1] psize, int64_t min_length):
@@ -2156,59 +2305,119 @@ def size_groups(const int64_t[::1] pptr, const int32_t[::1] psize, int64_t min_l
     return gptr, gsize, gstart
 
 
-def vocab_table(const uint64_t[::1] hashes):
-    """Distinct hashes in first-seen order, and an open-addressing table of them.
+cdef int vocab_grow(VocabSlot** table, int64_t* cap, const uint64_t* kv,
+                    int64_t nv) noexcept nogil:
+    """Double the table and re-insert ids 0..nv-1 in id order; 1 when out of memory."""
+    cdef int64_t c = 2 * cap[0], j, slot
+    cdef VocabSlot* t = <VocabSlot*>malloc(c * sizeof(VocabSlot))
+    if t == NULL:
+        return 1
+    for j in range(c):
+        t[j].vid = -1
+    for j in range(nv):
+        slot = <int64_t>(fmix64(kv[j]) & <uint64_t>(c - 1))
+        while t[slot].vid >= 0:
+            slot = (slot + 1) & (c - 1)
+        t[slot].key = kv[j]
+        t[slot].vid = j
+    free(table[0])
+    table[0] = t
+    cap[0] = c
+    return 0
 
-    Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
-    hash, ``inverse`` the id of every input hash; the table (a power of two,
-    at most half full) maps a hash to its id by linear probing.
+
+cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, VocabSlot** table,
+                    int64_t* cap, uint64_t** keys, int64_t* kcap,
+                    int64_t* n_distinct) noexcept nogil:
+    """Number ``hashes`` in first-seen order into a growing table; 1 when out of memory.
+
+    ``table`` (``cap`` slots) and ``keys`` (room for ``kcap``) start allocated
+    and are replaced as they grow; the caller frees them.  The table is
+    doubled whenever it would be more than half full, so it stays small (and
+    in cache) while most probes find a key already seen.
     """
-    cdef int64_t nnz = hashes.shape[0], cap = 16, i, slot, vid, nv = 0, j
-    while cap < nnz // 2 + 16:
-        cap <<= 1
+    cdef int64_t i, slot, vid, nv = 0, c = cap[0]
     cdef uint64_t key
-    tkeys = np.zeros(cap, dtype=np.uint64)
-    tids = np.full(cap, -1, dtype=np.int64)
-    inverse = np.empty(nnz, dtype=np.int64)
-    keys = np.empty(max(nnz, 1), dtype=np.uint64)
-    cdef uint64_t[::1] tk = tkeys
-    cdef int64_t[::1] ti = tids
-    cdef int64_t[::1] inv = inverse
-    cdef uint64_t[::1] kv = keys
-    cdef uint64_t[::1] tk2
-    cdef int64_t[::1] ti2
+    cdef VocabSlot* t = table[0]
+    cdef uint64_t* kv = keys[0]
+    cdef uint64_t* grown
     for i in range(nnz):
         key = hashes[i]
-        slot = <int64_t>(fmix64(key) & <uint64_t>(cap - 1))
+        slot = <int64_t>(fmix64(key) & <uint64_t>(c - 1))
         while True:
-            vid = ti[slot]
+            vid = t[slot].vid
             if vid < 0:
-                ti[slot] = nv
-                tk[slot] = key
+                if nv == kcap[0]:
+                    grown = <uint64_t*>realloc(kv, 2 * kcap[0] * sizeof(uint64_t))
+                    if grown == NULL:
+                        n_distinct[0] = nv
+                        return 1
+                    kv = grown
+                    keys[0] = kv
+                    kcap[0] = 2 * kcap[0]
+                t[slot].vid = nv
+                t[slot].key = key
                 kv[nv] = key
                 inv[i] = nv
                 nv += 1
                 break
-            if tk[slot] == key:
+            if t[slot].key == key:
                 inv[i] = vid
                 break
-            slot = (slot + 1) & (cap - 1)
-        if 2 * nv > cap:
-            # grow and re-insert: keep the table at most half full
-            cap <<= 1
-            tkeys = np.zeros(cap, dtype=np.uint64)
-            tids = np.full(cap, -1, dtype=np.int64)
-            tk2 = tkeys
-            ti2 = tids
+            slot = (slot + 1) & (c - 1)
+        if 2 * nv > c:
+            # keep the table at most half full
+            if vocab_grow(table, cap, kv, nv):
+                n_distinct[0] = nv
+                return 1
+            t = table[0]
+            c = cap[0]
+    n_distinct[0] = nv
+    return 0
+
+
+def vocab_table(const uint64_t[::1] hashes):
+    """Distinct hashes in first-seen order, and an open-addressing table of them.
+
+    Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
+    hash, ``inverse`` the id of every input hash; the table (``tkeys[s]``,
+    ``tids[s]``; a power of two of at least 16 slots, the smallest at most half
+    full; -1 marks an empty slot) maps a hash to its id by linear probing.
+    """
+    cdef int64_t nnz = hashes.shape[0], cap = 16, kcap = 16, nv = 0, j
+    inverse = np.empty(nnz, dtype=np.int64)
+    cdef int64_t[::1] inv = inverse
+    cdef VocabSlot* table = <VocabSlot*>malloc(cap * sizeof(VocabSlot))
+    cdef uint64_t* kv = <uint64_t*>malloc(kcap * sizeof(uint64_t))
+    cdef int failed = table == NULL or kv == NULL
+    cdef uint64_t[::1] kout
+    cdef uint64_t[::1] tk
+    cdef int64_t[::1] ti
+    try:
+        if not failed:
+            for j in range(cap):
+                table[j].vid = -1
+            with nogil:
+                failed = vocab_fill(&hashes[0] if nnz else NULL, nnz, &inv[0] if nnz else NULL,
+                                    &table, &cap, &kv, &kcap, &nv)
+        if failed:
+            raise MemoryError("overlap index: out of memory for the vocabulary")
+        keys = np.empty(nv, dtype=np.uint64)
+        tkeys = np.empty(cap, dtype=np.uint64)
+        tids = np.empty(cap, dtype=np.int64)
+        kout = keys
+        tk = tkeys
+        ti = tids
+        with nogil:
             for j in range(nv):
-                slot = <int64_t>(fmix64(kv[j]) & <uint64_t>(cap - 1))
-                while ti2[slot] >= 0:
-                    slot = (slot + 1) & (cap - 1)
-                ti2[slot] = j
-                tk2[slot] = kv[j]
-            tk = tkeys
-            ti = tids
-    return keys[:nv].copy(), inverse, tkeys, tids
+                kout[j] = kv[j]
+            for j in range(cap):
+                tk[j] = table[j].key if table[j].vid >= 0 else 0
+                ti[j] = table[j].vid
+        return keys, inverse, tkeys, tids
+    finally:
+        free(table)
+        free(kv)
 
 
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
