@@ -56,12 +56,12 @@ def reference_index(
     nv_total = 0
     pos = 0
     for ts in fields:
-        vocab, inv, table_keys, table_ids = _search.vocab_table(ts.hashes)
+        vocab, inv, table_keys, table_ids = _search.vocab_table(
+            ts.hashes, inverse[pos:pos + ts.nnz], nv_total
+        )
         nv = vocab.shape[0]
-        np.add(inv, nv_total, out=inverse[pos:pos + ts.nnz])
         pos += ts.nnz
-        df = np.bincount(inv, minlength=nv)
-        del inv
+        df = np.bincount(inv, minlength=nv_total + nv)[nv_total:]
         rank = np.empty(nv, dtype=np.int64)
         rank[np.lexsort((vocab, df))] = np.arange(nv)
         ranks.append(rank)

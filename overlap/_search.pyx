@@ -2326,10 +2326,12 @@ cdef int vocab_grow(VocabSlot** table, int64_t* cap, const uint64_t* kv,
     return 0
 
 
-cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, VocabSlot** table,
-                    int64_t* cap, uint64_t** keys, int64_t* kcap,
+cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, int64_t base,
+                    VocabSlot** table, int64_t* cap, uint64_t** keys, int64_t* kcap,
                     int64_t* n_distinct) noexcept nogil:
     """Number ``hashes`` in first-seen order into a growing table; 1 when out of memory.
+
+    ``inv[i]`` gets ``base`` plus the id of ``hashes[i]``.
 
     ``table`` (``cap`` slots) and ``keys`` (room for ``kcap``) start allocated
     and are replaced as they grow; the caller frees them.  The table is
@@ -2358,11 +2360,11 @@ cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, VocabSlot
                 t[slot].vid = nv
                 t[slot].key = key
                 kv[nv] = key
-                inv[i] = nv
+                inv[i] = base + nv
                 nv += 1
                 break
             if t[slot].key == key:
-                inv[i] = vid
+                inv[i] = base + vid
                 break
             slot = (slot + 1) & (c - 1)
         if 2 * nv > c:
@@ -2376,17 +2378,21 @@ cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, VocabSlot
     return 0
 
 
-def vocab_table(const uint64_t[::1] hashes):
+def vocab_table(const uint64_t[::1] hashes, out=None, int64_t base=0):
     """Distinct hashes in first-seen order, and an open-addressing table of them.
 
     Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
-    hash, ``inverse`` the id of every input hash; the table (``tkeys[s]``,
-    ``tids[s]``; a power of two of at least 16 slots, the smallest at most half
-    full; -1 marks an empty slot) maps a hash to its id by linear probing.
+    hash, ``inverse`` the id of every input hash plus ``base`` (written into
+    ``out``, an int64 array as long as ``hashes``, when given); the table
+    (``tkeys[s]``, ``tids[s]``; a power of two of at least 16 slots, the
+    smallest at most half full; -1 marks an empty slot) maps a hash to its id
+    (without ``base``) by linear probing.
     """
     cdef int64_t nnz = hashes.shape[0], cap = 16, kcap = 16, nv = 0, j
-    inverse = np.empty(nnz, dtype=np.int64)
+    inverse = np.empty(nnz, dtype=np.int64) if out is None else out
     cdef int64_t[::1] inv = inverse
+    if inv.shape[0] != nnz:
+        raise ValueError("vocab_table: out must be as long as hashes")
     cdef VocabSlot* table = <VocabSlot*>malloc(cap * sizeof(VocabSlot))
     cdef uint64_t* kv = <uint64_t*>malloc(kcap * sizeof(uint64_t))
     cdef int failed = table == NULL or kv == NULL
@@ -2399,7 +2405,7 @@ def vocab_table(const uint64_t[::1] hashes):
                 table[j].vid = -1
             with nogil:
                 failed = vocab_fill(&hashes[0] if nnz else NULL, nnz, &inv[0] if nnz else NULL,
-                                    &table, &cap, &kv, &kcap, &nv)
+                                    base, &table, &cap, &kv, &kcap, &nv)
         if failed:
             raise MemoryError("overlap index: out of memory for the vocabulary")
         keys = np.empty(nv, dtype=np.uint64)
