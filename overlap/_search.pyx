@@ -831,12 +831,10 @@ cdef inline int64_t lower_bound_group(const Group* g, int64_t lo, int64_t hi, in
         return lo
     guess = lo + (size - first)
     if guess < hi:
+        # sizes rise by at least one a group, so g[guess].size >= size
         if g[guess].size == size:
             return guess
-        if g[guess].size < size:
-            lo = guess + 1
-        else:
-            hi = guess
+        hi = guess
     while lo < hi:
         mid = (lo + hi) >> 1
         if g[mid].size < size:
