@@ -768,10 +768,6 @@ cdef inline bint rows_identical(const Coll* Q, int64_t qi, const Coll* R,
     return True
 
 
-cdef inline double length_bound(int64_t a, int64_t b) noexcept nogil:
-    return dice(a if a < b else b, a, b)
-
-
 cdef inline double current_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
     if s.nk < k:
         return floor_score
@@ -803,18 +799,6 @@ cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept 
     b.s[b.n] = sc
     b.n += 1
     return 0
-
-
-cdef inline int64_t lower_bound_i32(const int32_t* a, int64_t lo, int64_t hi,
-                                    int64_t key) noexcept nogil:
-    cdef int64_t mid
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < key:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 cdef inline int64_t lower_bound_group(const Group* g, int64_t lo, int64_t hi, int64_t size,
@@ -873,7 +857,6 @@ ctypedef struct Task:
     int k                # matches kept per query (top-k)
     double floor_score   # min_score (top-k) or threshold (join)
     bint exclude         # top-k: skip reference qi; join: skip references <= qi
-    int64_t max_query    # most query tokens over all fields (scratch rows)
 
 
 ctypedef struct Query:
@@ -1844,7 +1827,6 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
     T.k = k
     T.floor_score = floor_score
     T.exclude = exclude
-    T.max_query = (max_row if max_row > 0 else 1) * Q.F
     with parallel(num_threads=n_threads):
         s = scratch_new(R.n, max_row, Q.F, max_mass, k)
         tid = omp_get_thread_num()
