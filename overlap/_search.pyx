@@ -1906,6 +1906,8 @@ cdef enum:
     ROW_AHEAD = 8
     # row chunks per thread of a threaded scatter
     SCATTER_CHUNKS = 4
+    # stored tokens below which the scatter runs serially
+    SCATTER_MIN_TOKENS = 65536
 
 
 ctypedef struct RankedEntry:
@@ -2089,7 +2091,11 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
         by_size[f * n:(f + 1) * n] = np.argsort(sizes[f * n:(f + 1) * n], kind="stable")
     cdef const int64_t[::1] order = by_size
     # several chunks per thread, so a thread that loses its core holds up little
-    cdef int n_chunks = SCATTER_CHUNKS * n_threads if n_threads > 1 and N >= 65536 else 1, c, st
+    # (chunked by stored tokens, not rows: 13k dialogues of 60 tokens are
+    # worth splitting; each chunk costs V offsets, so not when V is large)
+    cdef int n_chunks = (SCATTER_CHUNKS * n_threads
+                         if n_threads > 1 and nnz >= SCATTER_MIN_TOKENS
+                         and SCATTER_CHUNKS * n_threads * V <= 4 * nnz else 1), c, st
     # chunk c scatters the rows order[cut[c]:cut[c + 1]] from fill[c * V + v] on
     cuts = np.zeros(n_chunks + 1, dtype=np.int64)
     cdef int64_t[::1] cut = cuts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -167,17 +168,21 @@ class OverlapIndex:
                    effective_n_threads(n_threads))
 
     @classmethod
-    def _build(cls, fields: tuple, name: str, nt: int, *, as_queries: bool = False):
+    def _build(cls, fields: tuple, name: str, nt: int, *, as_queries: bool = False,
+               eager: bool = True):
         """An index over checked ``fields``; errors about them name ``name``.
 
         ``as_queries``: the rows will also be searched as queries (all vs rest,
         self-join), so the query limits are checked before anything is built.
+        ``eager=False`` leaves the postings index to its first use: a one-shot
+        ``max_overlap`` that the bit-sliced kernel answers never needs it.
         """
         self = object.__new__(cls)
-        self._init(fields, name, nt, as_queries)
+        self._init(fields, name, nt, as_queries, eager)
         return self
 
-    def _init(self, fields: tuple, name: str, nt: int, as_queries: bool = False) -> None:
+    def _init(self, fields: tuple, name: str, nt: int, as_queries: bool = False,
+              eager: bool = True) -> None:
         self._fields = fields
         self._name = name
         self._max_row = _index.max_row(fields)
@@ -185,8 +190,22 @@ class OverlapIndex:
                     _index.max_mass(fields) if as_queries else 0)
         nt = threads_for(len(fields[0]), nt, 4096)
         self._coll = _index.collection(fields, nt)
-        self._index = _index.reference_index(fields, self._coll, nt)
+        self._build_threads = nt
+        self._postings: _search.ReferenceIndex | None = None
+        self._postings_lock = threading.Lock()
+        if eager:
+            self._postings = _index.reference_index(fields, self._coll, nt)
         self._bitslice = _bitslice_index.LazyBitslice(fields)
+
+    @property
+    def _index(self) -> _search.ReferenceIndex:
+        """The postings index, built on first use (once, whatever the callers' threads)."""
+        if self._postings is None:
+            with self._postings_lock:
+                if self._postings is None:
+                    self._postings = _index.reference_index(self._fields, self._coll,
+                                                            self._build_threads)
+        return self._postings
 
     def __len__(self) -> int:
         return len(self._fields[0])
@@ -388,10 +407,11 @@ def max_overlap(
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     if rfields is None:
-        return OverlapIndex._build(qfields, "queries", nt, as_queries=True).max_overlap(
+        return OverlapIndex._build(qfields, "queries", nt, as_queries=True,
+                                   eager=False).max_overlap(
             None, top_k=top_k, min_score=min_score, n_threads=n_threads, progress=progress
         )
-    return OverlapIndex._build(rfields, "references", nt).max_overlap(
+    return OverlapIndex._build(rfields, "references", nt, eager=False).max_overlap(
         qfields, top_k=top_k, min_score=min_score, n_threads=n_threads, progress=progress
     )
 

@@ -158,3 +158,31 @@ def test_exported_limits_are_the_ones_python_checks():
     one = TokenSets.from_ids([[1]])
     with pytest.raises(ValueError, match="at most 8 fields"):
         max_overlap([one] * 9, [one] * 9)
+
+
+@pytest.mark.parametrize("shape", ["few long rows", "many short rows"])
+@pytest.mark.parametrize("multiset", [False, True])
+def test_index_build_is_the_same_for_every_thread_count(shape, multiset):
+    """The postings build scatters rows in chunks when there are enough tokens
+    (>= 65536 stored, counted over every field); the chunked build and the
+    serial one must give the same entries, suffix masses and size groups."""
+    from overlap import _index
+
+    rng = np.random.default_rng(7)
+    if shape == "few long rows":  # 700 rows of ~120 tokens: chunked by tokens, not rows
+        lens, vocab = rng.integers(0, 240, 700), 3000
+    else:
+        lens, vocab = rng.integers(0, 4, 70_000), 500
+    fields = []
+    for _ in range(2):
+        ids = [rng.zipf(1.3, n) % vocab for n in lens]
+        fields.append(TokenSets.from_ids(ids, multiset=multiset))
+    assert sum(ts.nnz for ts in fields) >= 65536
+    built = []
+    for nt in (1, 2, 5):
+        ri = _index.reference_index(tuple(fields), _index.collection(tuple(fields), nt), nt)
+        built.append((ri.entries.copy(), [np.asarray(g).copy() for g in ri.groups]))
+    for entries, groups in built[1:]:
+        np.testing.assert_array_equal(entries, built[0][0])
+        for got, want in zip(groups, built[0][1]):
+            np.testing.assert_array_equal(got, want)
