@@ -74,7 +74,7 @@ def reference_index(
     if nv_total:
         np.cumsum(np.concatenate(dfs), out=pptr[1:])
     rank = np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64)
-    pref, psize, psuf, pcnt, maxe = _search.build_postings(
+    entries, psuf, pcnt, maxe = _search.build_postings(
         coll, inverse, rank, pptr, max_row(fields) if n else 0, n_threads
     )
     del inverse
@@ -86,8 +86,7 @@ def reference_index(
         np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
         np.asarray(toff, dtype=np.int64),
         pptr,
-        pref,
-        psize,
+        entries,
         psuf,
         pcnt if fields[0].multiset else _EMPTY_U32,
         np.ascontiguousarray(fp[fpi]),

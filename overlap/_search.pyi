@@ -36,8 +36,7 @@ class ReferenceIndex:
         tids: NDArray[np.int64],
         toff: NDArray[np.int64],
         pptr: NDArray[np.int64],
-        pref: NDArray[np.int32],
-        psize: NDArray[np.int32],
+        entries: NDArray[np.void],
         psuf: NDArray[np.int32],
         pcnt: NDArray[np.uint32],
         fps: NDArray[np.uint64],
@@ -76,9 +75,6 @@ class ReferenceIndex:
 def entry_signatures(
     refs: Collection, pref: NDArray[np.int32], n_threads: int
 ) -> NDArray[np.uint64]: ...
-def interleave_entries(
-    refs: Collection, pref: NDArray[np.int32], psize: NDArray[np.int32], n_threads: int
-) -> NDArray[np.void]: ...
 def group_records(
     gsize: NDArray[np.int32], gstart: NDArray[np.int64], psuf: NDArray[np.int32]
 ) -> NDArray[np.void]: ...
@@ -109,9 +105,7 @@ def build_postings(
     ptr: NDArray[np.int64],
     max_row: int,
     n_threads: int,
-) -> tuple[
-    NDArray[np.int32], NDArray[np.int32], NDArray[np.int32], NDArray[np.uint32], NDArray[np.int32]
-]: ...
+) -> tuple[NDArray[np.void], NDArray[np.int32], NDArray[np.uint32], NDArray[np.int32]]: ...
 def size_groups(
     pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]: ...

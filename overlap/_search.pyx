@@ -240,7 +240,7 @@ cdef class ReferenceIndex:
     cdef Index x
     cdef object _keep
     cdef readonly object groups     # (gptr, size, start, top): see size_groups, group_records
-    cdef readonly object entries    # the posting entries (ENTRY_DTYPE): see interleave_entries
+    cdef readonly object entries    # the posting entries (ENTRY_DTYPE): see build_postings, sign_entries
     cdef object _tables                     # the query-side tables (compact_vocabulary, token_info)
     cdef object _ref_column                 # entries["ref"], compact (see top_k)
     cdef object _lock
@@ -248,36 +248,39 @@ cdef class ReferenceIndex:
     cdef readonly object last_stats
 
     def __init__(self, Collection refs, const uint64_t[::1] tkeys, const int64_t[::1] tids,
-                 const int64_t[::1] toff, const int64_t[::1] pptr, const int32_t[::1] pref,
-                 const int32_t[::1] psize, const int32_t[::1] psuf, const uint32_t[::1] pcnt,
+                 const int64_t[::1] toff, const int64_t[::1] pptr, entries,
+                 const int32_t[::1] psuf, const uint32_t[::1] pcnt,
                  const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
                  const int32_t[::1] maxe, const int64_t[::1] rrec, int n_threads=1):
         self.refs = refs
         self._lock = threading.Lock()
         self._ref_column = None
         self.x.pref = NULL
-        if pref.shape[0] and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
+        # the entries' signatures are filled here, in place (sign_entries),
+        # which also checks the dtype and every reference id
+        sign_entries(refs, entries, n_threads)
+        cdef int64_t m = entries.shape[0]
+        if m and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
             raise ValueError("overlap index: postings without references")
-        if psize.shape[0] != pref.shape[0] or psuf.shape[0] != pref.shape[0]:
+        if psuf.shape[0] != m:
             raise ValueError("overlap index: posting columns of different lengths")
-        if pptr.shape[0] < 1 or pptr[pptr.shape[0] - 1] != pref.shape[0]:
+        if pptr.shape[0] < 1 or pptr[pptr.shape[0] - 1] != m:
             raise ValueError("overlap index: posting boundaries do not cover the entries")
-        # the scans read the entries (interleaved), fingerprints and records;
-        # the vocabulary and per-token tables are rebuilt compactly below
-        # (vocab, tinfo), so the build's own arrays are not kept
-        entries = interleave_entries(refs, pref, psize, n_threads)
+        # the scans read the entries, fingerprints and records; the vocabulary
+        # and per-token tables are rebuilt compactly below (vocab, tinfo), so
+        # the build's own arrays are not kept
         self.entries = entries
         self._keep = (entries, psuf, pcnt, fps, fpi, rrec)
-        self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if pref.shape[0] else NULL
+        self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if m else NULL
         self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
-        self.x.has_sig = pref.shape[0] > 0
+        self.x.has_sig = m > 0
         self.x.sig_bits = 64 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
         self.x.pcnt = (&pcnt[0] if pcnt.shape[0] else NULL) if refs.c.c != NULL else NULL
         self.x.fps = &fps[0] if fps.shape[0] else NULL
         self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
         self.x.nfp = fps.shape[0]
-        gptr, gsize, gstart = size_groups(pptr, psize, GROUPED_POSTING)
+        gptr, gsize, gstart = size_groups(pptr, entries["size"], GROUPED_POSTING)
         grp = group_records(gsize, gstart, psuf)
         self.groups = (gptr, grp["size"], grp["start"], grp["top"])
         self.x.grp = <const Group*>cnp.PyArray_DATA(grp) if grp.shape[0] else NULL
@@ -457,11 +460,11 @@ cdef inline uint64_t row_sig64(const Coll* C, int64_t i) noexcept nogil:
     return sig
 
 
-cdef int fill_signatures(const Coll* C, const int32_t[::1] pref, uint32_t* out, int64_t stride,
-                         int n_threads) except -1:
+cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride, int64_t m,
+                         uint32_t* out, int64_t stride, int n_threads) except -1:
     """out[i*stride], out[i*stride + 1] = the low and high halves of row_sig64 of
-    entry i's reference; ValueError if one is out of range."""
-    cdef int64_t n = C.n, m = pref.shape[0], i
+    entry i's reference pref[i*ref_stride] (i < m); ValueError if one is out of range."""
+    cdef int64_t n = C.n, i, r
     rows = np.empty(n, dtype=np.uint64)
     cdef uint64_t[::1] rv = rows
     cdef int bad = 0
@@ -469,11 +472,12 @@ cdef int fill_signatures(const Coll* C, const int32_t[::1] pref, uint32_t* out, 
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             rv[i] = row_sig64(C, i)
         for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
-            if pref[i] < 0 or pref[i] >= n:
+            r = pref[i * ref_stride]
+            if r < 0 or r >= n:
                 bad += 1
             else:
-                out[i * stride] = <uint32_t>(rv[pref[i]] & <uint64_t>0xFFFFFFFFULL)
-                out[i * stride + 1] = <uint32_t>(rv[pref[i]] >> 32)
+                out[i * stride] = <uint32_t>(rv[r] & <uint64_t>0xFFFFFFFFULL)
+                out[i * stride + 1] = <uint32_t>(rv[r] >> 32)
     if bad:
         raise ValueError("overlap index: a posting names a reference out of range")
     return 0
@@ -483,31 +487,30 @@ def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
     """The row signature (row_sig64) of every posting entry's reference."""
     out = np.empty(2 * pref.shape[0], dtype=np.uint32)
     cdef uint32_t[::1] ov = out
-    fill_signatures(&refs.c, pref, &ov[0] if ov.shape[0] else NULL, 2, n_threads)
+    fill_signatures(&refs.c, &pref[0] if pref.shape[0] else NULL, 1, pref.shape[0],
+                    &ov[0] if ov.shape[0] else NULL, 2, n_threads)
     return out.view(np.uint64) if sys.byteorder == "little" else (
         out[0::2].astype(np.uint64) | (out[1::2].astype(np.uint64) << np.uint64(32)))
 
 
-def interleave_entries(Collection refs, const int32_t[::1] pref, const int32_t[::1] psize,
-                       int n_threads):
-    """The posting columns as one array of Entry records (ENTRY_DTYPE), signatures filled.
+cdef int sign_entries(Collection refs, entries, int n_threads) except -1:
+    """Fill the signatures of Entry records (ENTRY_DTYPE) in place from their references.
 
     A scan reads an entry's reference, size and signature together: one
-    cache line for a random first read instead of three.
+    cache line for a random first read instead of three.  ValueError if the
+    array is not a contiguous ENTRY_DTYPE array or names a reference out of range.
     """
-    cdef int64_t m = pref.shape[0], i
-    if psize.shape[0] != m:
-        raise ValueError("overlap index: posting columns of different lengths")
-    out = np.empty(m, dtype=ENTRY_DTYPE)
+    if (not isinstance(entries, np.ndarray) or entries.dtype != ENTRY_DTYPE
+            or entries.ndim != 1 or not entries.flags.c_contiguous
+            or not entries.flags.writeable):
+        raise ValueError("overlap index: the entries must be a writable contiguous "
+                         "ENTRY_DTYPE array")
+    cdef int64_t m = entries.shape[0]
     if m == 0:
-        return out
-    cdef Entry* e = <Entry*>cnp.PyArray_DATA(out)
-    fill_signatures(&refs.c, pref, &e[0].sig_lo, sizeof(Entry) // sizeof(uint32_t), n_threads)
-    with nogil:
-        for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
-            e[i].ref = pref[i]
-            e[i].size = psize[i]
-    return out
+        return 0
+    cdef Entry* e = <Entry*>cnp.PyArray_DATA(entries)
+    cdef int64_t stride = sizeof(Entry) // sizeof(uint32_t)
+    return fill_signatures(&refs.c, &e[0].ref, stride, m, &e[0].sig_lo, stride, n_threads)
 
 
 def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const int32_t[::1] psuf):
@@ -1968,7 +1971,7 @@ cdef int cmp_group_entries(const void* a, const void* b) noexcept nogil:
 
 cdef inline int scatter_row(const int64_t* inv, const uint32_t* cnt, int64_t L, int32_t r,
                             int32_t z, const int64_t* rank, const int64_t* ptr, int64_t V,
-                            int64_t* fill, int32_t* pref, int32_t* psize, int32_t* psuf,
+                            int64_t* fill, Entry* ent, int32_t* psuf,
                             uint32_t* pcnt, int64_t room, RankedEntry* rbuf,
                             int32_t* sbuf) noexcept nogil:
     """Append the entries of reference ``r`` (its ``L`` tokens) to their postings.
@@ -1994,15 +1997,15 @@ cdef inline int scatter_row(const int64_t* inv, const uint32_t* cnt, int64_t L, 
         if u >= ptr[v + 1]:
             return 1
         fill[v] = u + 1
-        pref[u] = r
-        psize[u] = z
+        ent[u].ref = r
+        ent[u].size = z
         psuf[u] = sf[m]
         if pcnt != NULL:
             pcnt[u] = cnt[m]
     return 0
 
 
-cdef inline void sort_size_group(int32_t* pref, int32_t* psuf, uint32_t* pcnt, int64_t a,
+cdef inline void sort_size_group(Entry* ent, int32_t* psuf, uint32_t* pcnt, int64_t a,
                                  int64_t b, int32_t top, GroupEntry* buf) noexcept nogil:
     """Order entries a..b (one size, references ascending) by suffix mass descending.
 
@@ -2014,7 +2017,7 @@ cdef inline void sort_size_group(int32_t* pref, int32_t* psuf, uint32_t* pcnt, i
     cdef int64_t i, u, acc, w, n = b - a
     cdef int32_t e
     for i in range(n):
-        buf[i].key = ((<uint64_t>(0x7FFFFFFF - psuf[a + i])) << 32) | <uint64_t>(<uint32_t>pref[a + i])
+        buf[i].key = ((<uint64_t>(0x7FFFFFFF - psuf[a + i])) << 32) | <uint64_t>(<uint32_t>ent[a + i].ref)
         buf[i].c = pcnt[a + i] if pcnt != NULL else 0
     if top <= SMALL_SUFFIX:
         for i in range(top + 1):
@@ -2031,14 +2034,14 @@ cdef inline void sort_size_group(int32_t* pref, int32_t* psuf, uint32_t* pcnt, i
             u = bucket[e]
             bucket[e] = u + 1
             psuf[u] = e
-            pref[u] = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
+            ent[u].ref = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
             if pcnt != NULL:
                 pcnt[u] = buf[i].c
         return
     qsort(buf, n, sizeof(GroupEntry), cmp_group_entries)
     for i in range(n):
         psuf[a + i] = <int32_t>(0x7FFFFFFF - <int64_t>(buf[i].key >> 32))
-        pref[a + i] = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
+        ent[a + i].ref = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
         if pcnt != NULL:
             pcnt[a + i] = buf[i].c
 
@@ -2053,10 +2056,11 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
     boundaries; ``max_row`` is the longest row.  Each posting is ordered by
     (size ascending, suffix mass descending, reference), where the suffix mass
     is the reference's mass from the entry's token on in rank order (token
-    included).  Returns ``(pref, psize, psuf, pcnt, maxe)``: reference ids,
-    sizes, suffix masses and counts (bags only; empty for sets) of every
-    entry, sizes and masses capped at 2**31 - 1, and every posting's largest
-    suffix mass.  The result does not depend on ``n_threads``.
+    included).  Returns ``(entries, psuf, pcnt, maxe)``: the Entry records
+    (ENTRY_DTYPE: reference id and size filled, signatures left for
+    ReferenceIndex), suffix masses and counts (bags only; empty for sets) of
+    every entry, sizes and masses capped at 2**31 - 1, and every posting's
+    largest suffix mass.  The result does not depend on ``n_threads``.
     """
     cdef const Coll* C = &refs.c
     cdef int F = C.F, f
@@ -2071,16 +2075,12 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
     cdef const int64_t* sz = C.sz
     cdef const int64_t* inv = &inverse[0] if nnz else NULL
     cdef const int64_t* rk = &rank[0] if V else NULL
-    pref = np.empty(nnz, dtype=np.int32)
-    psize = np.empty(nnz, dtype=np.int32)
+    entries = np.empty(nnz, dtype=ENTRY_DTYPE)
     psuf = np.empty(nnz, dtype=np.int32)
     pcnt = np.empty(nnz if bags else 0, dtype=np.uint32)
-    cdef int32_t[::1] pr = pref
-    cdef int32_t[::1] pz = psize
     cdef int32_t[::1] ps = psuf
     cdef uint32_t[::1] pc = pcnt
-    cdef int32_t* ref_p = &pr[0] if nnz else NULL
-    cdef int32_t* size_p = &pz[0] if nnz else NULL
+    cdef Entry* ent_p = <Entry*>cnp.PyArray_DATA(entries) if nnz else NULL
     cdef int32_t* suf_p = &ps[0] if nnz else NULL
     cdef uint32_t* cnt_p = &pc[0] if bags and nnz else NULL
     # rows of each field in size order: the stable counting sort by token
@@ -2180,7 +2180,7 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
                         st = scatter_row(inv + a, cnt + a if cnt != NULL else NULL,
                                          ip[i + f + 1] - a, <int32_t>r,
                                          <int32_t>(sz[i] if sz[i] < lim else lim), rk, &ptr[0],
-                                         V, fp + c * V, ref_p, size_p, suf_p, cnt_p, max_row,
+                                         V, fp + c * V, ent_p, suf_p, cnt_p, max_row,
                                          rbuf, sbuf)
                         if st == 1:
                             bad += 1
@@ -2196,12 +2196,12 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
     if failed:
         raise MemoryError("overlap index: out of memory")
     del fill, order, by_size
-    maxe = sort_postings(ptr, ref_p, size_p, suf_p, cnt_p, n_threads)
-    return pref, psize, psuf, pcnt, maxe
+    maxe = sort_postings(ptr, ent_p, suf_p, cnt_p, n_threads)
+    return entries, psuf, pcnt, maxe
 
 
-cdef sort_postings(const int64_t[::1] ptr, int32_t* pref, const int32_t* psize, int32_t* psuf,
-                   uint32_t* pcnt, int n_threads):
+cdef sort_postings(const int64_t[::1] ptr, Entry* ent, int32_t* psuf, uint32_t* pcnt,
+                   int n_threads):
     """Order every posting by (size ascending, suffix mass descending, reference).
 
     Postings arrive sorted by (size, reference): each size group not yet in
@@ -2230,11 +2230,11 @@ cdef sort_postings(const int64_t[::1] ptr, int32_t* pref, const int32_t* psize, 
                 end = ptr[v + 1]
                 best = 0
                 while a < end:
-                    z = psize[a]
+                    z = ent[a].size
                     top = psuf[a]
                     in_order = True
                     b = a + 1
-                    while b < end and psize[b] == z:
+                    while b < end and ent[b].size == z:
                         if psuf[b] > psuf[b - 1]:
                             in_order = False
                         if psuf[b] > top:
@@ -2246,7 +2246,7 @@ cdef sort_postings(const int64_t[::1] ptr, int32_t* pref, const int32_t* psize, 
                         if buf == NULL:
                             failed += 1
                             break
-                        sort_size_group(pref, psuf, pcnt, a, b, top, buf)
+                        sort_size_group(ent, psuf, pcnt, a, b, top, buf)
                     a = b
                 mx[v] = best
         finally:
@@ -2256,15 +2256,21 @@ cdef sort_postings(const int64_t[::1] ptr, int32_t* pref, const int32_t* psize, 
     return maxe
 
 
-def size_groups(const int64_t[::1] pptr, const int32_t[::1] psize, int64_t min_length):
+def size_groups(const int64_t[::1] pptr, const int32_t[:] psize, int64_t min_length):
     """A directory of the size groups of every posting longer than ``min_length``.
 
     Postings are sorted by reference size (see sort_postings).  Returns
     ``(gptr, gsize, gstart)``: posting ``v``'s groups are ``gptr[v]:gptr[v+1]``
     (none for short postings), group ``g`` holds the entries of size
-    ``gsize[g]`` from ``gstart[g]`` on.
+    ``gsize[g]`` from ``gstart[g]`` on.  ``psize`` may be strided (the
+    ``size`` field of the Entry records).
     """
     cdef int64_t V = pptr.shape[0] - 1, v, p, g = 0
+    if V < 0 or pptr[0] < 0 or pptr[V] > psize.shape[0]:
+        raise ValueError("overlap index: posting boundaries beyond the entries")
+    for v in range(V):
+        if pptr[v + 1] < pptr[v]:
+            raise ValueError("overlap index: posting boundaries out of order")
     gptr = np.zeros(V + 1, dtype=np.int64)
     cdef int64_t[::1] gp = gptr
     with nogil:

@@ -149,3 +149,26 @@ def test_top_k_with_saturated_signatures(data, n_fields, multiset, top_k, min_sc
                           min_score=min_score, n_threads=nt)
         np.testing.assert_array_equal(res.score.reshape(-1, top_k), ws)
         np.testing.assert_array_equal(res.index.reshape(-1, top_k), wi)
+
+
+@pytest.mark.parametrize("corrupt", ["ref out of range", "wrong dtype", "read-only"])
+def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt):
+    """ReferenceIndex signs the built entries in place and checks them first."""
+    from overlap import _index
+
+    ts = TokenSets.from_ids([[1, 2, 3], [2, 3], [3, 4, 5]])
+    real = _search.build_postings
+
+    def broken(*args):
+        entries, psuf, pcnt, maxe = real(*args)
+        if corrupt == "ref out of range":
+            entries["ref"][1] = 3
+        elif corrupt == "wrong dtype":
+            entries = np.zeros(entries.shape[0], dtype=np.int64)
+        else:
+            entries.flags.writeable = False
+        return entries, psuf, pcnt, maxe
+
+    monkeypatch.setattr(_search, "build_postings", broken)
+    with pytest.raises(ValueError, match="out of range|ENTRY_DTYPE"):
+        _index.reference_index((ts,), collection((ts,), 1), 1)
