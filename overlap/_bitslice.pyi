@@ -48,9 +48,12 @@ class BitsliceIndex:
         out_index: NDArray[np.int64],
     ) -> None: ...
 
-def fill_bitmaps(
-    row_of_entry: NDArray[np.int64],
-    ref_of_entry: NDArray[np.int64],
+def fill_field(
+    indptr: NDArray[np.int64],
+    inverse: NDArray[np.int64],
+    order: NDArray[np.int64],
+    drow: NDArray[np.int64],
+    n_rows: int,
     nw: int,
-    bits: NDArray[np.uint64],
-) -> None: ...
+    n_threads: int,
+) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int32]]: ...

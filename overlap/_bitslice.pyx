@@ -189,6 +189,7 @@ cdef class BitsliceIndex:
                 or wzmin.shape[0] != n_fields * nw or toff.shape[0] != n_fields + 1
                 or rptr.shape[0] != drow.shape[0] + 1 or bits.shape[0] % max(nw, 1)):
             raise ValueError("BitsliceIndex: inconsistent array shapes")
+        check_tables(n, bits.shape[0] // max(nw, 1), drow, rptr, rref)
         self._keep = (order, rank, zs, wzmin, tkeys, tids, toff, drow, rptr, rref, bits)
         self.n_rows = bits.shape[0] // max(nw, 1)
         self.n_words = nw
@@ -240,6 +241,24 @@ cdef class BitsliceIndex:
             raise MemoryError("overlap bit-sliced search: out of memory for per-thread scratch")
 
 
+cdef check_tables(int64_t n, int64_t n_rows, const int64_t[::1] drow,
+                  const int64_t[::1] rptr, const int32_t[::1] rref):
+    """ValueError unless every bitmap row, posting bound and reference is in range."""
+    cdef int64_t v, e, V = drow.shape[0], m = rref.shape[0]
+    cdef int bad = 0
+    with nogil:
+        if rptr[0] != 0 or rptr[V] != m:
+            bad = 1
+        for v in range(V):
+            if drow[v] < -1 or drow[v] >= n_rows or rptr[v + 1] < rptr[v]:
+                bad = 1
+        for e in range(m):
+            if rref[e] < 0 or rref[e] >= n:
+                bad = 1
+    if bad:
+        raise ValueError("BitsliceIndex: a bitmap row, posting bound or reference out of range")
+
+
 cdef Kernels kernels_for(int level) noexcept:
     cdef Kernels kern
     kern.add_rows = bs_add_rows_for(level)
@@ -249,17 +268,117 @@ cdef Kernels kernels_for(int level) noexcept:
 
 # ---------------------------------------------------------------- build helper
 
-def fill_bitmaps(const int64_t[::1] row_of_entry, const int64_t[::1] ref_of_entry,
-                 int64_t nw, uint64_t[::1] bits):
-    """Set bit ``ref`` of bitmap row ``row`` for every entry with ``row >= 0``."""
-    cdef int64_t e, row, r
-    cdef int64_t n = row_of_entry.shape[0]
+cdef enum:
+    # renumbered-reference chunks per thread of a threaded fill_field
+    FILL_CHUNKS = 4
+    # stored tokens below which fill_field runs serially
+    FILL_MIN_TOKENS = 65536
+
+
+def fill_field(const int64_t[::1] indptr, const int64_t[::1] inverse,
+               const int64_t[::1] order, const int64_t[::1] drow, int64_t n_rows,
+               int64_t nw, int n_threads):
+    """The bitmaps and the rare postings of one field, in the renumbered order.
+
+    Reference ``order[k]`` (original index) is renumbered ``k``; its tokens
+    are ``inverse[indptr[order[k]]:indptr[order[k] + 1]]``, vocabulary ids in
+    ``[0, V)`` with ``V = drow.shape[0]``.  Token ``v`` gets bitmap row
+    ``drow[v]`` (``-1``: rare).  Returns ``(bits, rptr, rref)``: ``n_rows * nw``
+    bitmap words (bit ``k`` of row ``drow[v]`` set when reference ``k`` holds
+    ``v``), and the rare postings, ``rref[rptr[v]:rptr[v + 1]]`` the renumbered
+    references holding ``v``, ascending (empty for frequent tokens).
+
+    Chunks of renumbered references (whole 64-reference words, so no two
+    threads write one word) are filled in parallel, each from its own
+    offsets: the result does not depend on ``n_threads``.  ValueError for an
+    id, a row or a reference out of range.
+    """
+    cdef int64_t n = order.shape[0], V = drow.shape[0], nnz = inverse.shape[0]
+    cdef int64_t k, i, t, v, row, c, acc, w, seen, a, b
+    if indptr.shape[0] != n + 1 or (n and (indptr[0] != 0 or indptr[n] != nnz)):
+        raise ValueError("fill_field: indptr does not cover the tokens")
+    if nw < 0 or nw * 64 < n or n_rows < 0:
+        raise ValueError("fill_field: nw words do not cover the references")
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("fill_field: indptr is not sorted")
+        if order[i] < 0 or order[i] >= n:
+            raise ValueError("fill_field: order names a reference out of range")
+    for v in range(V):
+        if drow[v] < -1 or drow[v] >= n_rows:
+            raise ValueError("fill_field: a bitmap row out of range")
+    cdef int n_chunks = (FILL_CHUNKS * n_threads
+                         if n_threads > 1 and nnz >= FILL_MIN_TOKENS
+                         and FILL_CHUNKS * n_threads * V <= 4 * nnz else 1)
+    bits = np.zeros(n_rows * nw, dtype=np.uint64)
+    rptr = np.zeros(V + 1, dtype=np.int64)
+    cuts = np.zeros(n_chunks + 1, dtype=np.int64)
+    fill = np.zeros(<int64_t>n_chunks * V, dtype=np.int64)
+    cdef uint64_t[::1] bv = bits
+    cdef int64_t[::1] rp = rptr
+    cdef int64_t[::1] cut = cuts
+    cdef int64_t[::1] fv = fill
+    cdef uint64_t* bp = &bv[0] if bv.shape[0] else NULL
+    cdef int64_t* fp = &fv[0] if fv.shape[0] else NULL
+    cdef const int64_t* inv = &inverse[0] if nnz else NULL
+    cdef int bad = 0
     with nogil:
-        for e in range(n):
-            row = row_of_entry[e]
-            if row >= 0:
-                r = ref_of_entry[e]
-                bits[row * nw + (r >> 6)] |= (<uint64_t>1) << (r & 63)
+        # chunk boundaries: about equal tokens each, on 64-reference words
+        cut[n_chunks] = n
+        if n_chunks > 1:
+            seen = 0
+            c = 1
+            for k in range(n):
+                seen += indptr[order[k] + 1] - indptr[order[k]]
+                if (k + 1) % 64 == 0:
+                    while c < n_chunks and seen * n_chunks >= nnz * c:
+                        cut[c] = k + 1
+                        c += 1
+            while c < n_chunks:
+                cut[c] = n
+                c += 1
+        # count every chunk's rare tokens
+        for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
+            for k in range(cut[c], cut[c + 1]):
+                i = order[k]
+                for t in range(indptr[i], indptr[i + 1]):
+                    v = inv[t]
+                    if v < 0 or v >= V:
+                        bad += 1
+                    elif drow[v] < 0:
+                        fp[c * V + v] += 1
+        if bad == 0:
+            # posting boundaries, and each chunk's first slot in every posting
+            for v in range(V):
+                acc = 0
+                for c in range(n_chunks):
+                    acc = acc + fp[c * V + v]
+                rp[v + 1] = rp[v] + acc
+    if bad:
+        raise ValueError("fill_field: a vocabulary id out of range")
+    rref = np.empty(rptr[V], dtype=np.int32)
+    cdef int32_t[::1] rv = rref
+    cdef int32_t* rq = &rv[0] if rv.shape[0] else NULL
+    with nogil:
+        for v in prange(V, num_threads=n_threads, schedule="static"):
+            acc = rp[v]
+            for c in range(n_chunks):
+                w = fp[c * V + v]
+                fp[c * V + v] = acc
+                acc = acc + w
+        for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
+            for k in range(cut[c], cut[c + 1]):
+                i = order[k]
+                for t in range(indptr[i], indptr[i + 1]):
+                    v = inv[t]
+                    row = drow[v]
+                    if row >= 0:
+                        bp[row * nw + (k >> 6)] |= (<uint64_t>1) << (k & 63)
+                    else:
+                        a = fp[c * V + v]
+                        fp[c * V + v] = a + 1
+                        rq[a] = <int32_t>k
+    return bits, rptr, rref
 
 
 # ---------------------------------------------------------------- phases

@@ -13,10 +13,11 @@ Tests force a path with :data:`FORCE_PATH` (``None``, ``"bitslice"`` or
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
-from . import _bitslice, _search
+from . import _bitslice, _index, _search
 
 #: ``None`` chooses by cost; ``"bitslice"`` or ``"postings"`` forces a path
 #: wherever the bit-sliced kernel supports the call (tests run both).  The
@@ -74,12 +75,12 @@ def frequent_tokens(df: np.ndarray, n_refs: int, nnz: int, nw: int) -> np.ndarra
     return cand[: min(budget, MAX_ROWS, (1 << _bitslice.MAX_PLANES) - 1)]
 
 
-def build(fields: tuple) -> _bitslice.BitsliceIndex:
+def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     """The bit-sliced index of reference ``fields`` (sets, not multisets).
 
     Memory: ``n_rows * nw`` bitmap words (at most ``WORDS_PER_TOKEN`` per stored
     token), one int32 per rare posting entry, and a few int32/int64 per
-    reference.
+    reference.  ``n_threads`` threads fill it; the result does not depend on it.
     """
     if fields[0].multiset:
         raise ValueError("the bit-sliced index supports sets only")
@@ -96,37 +97,31 @@ def build(fields: tuple) -> _bitslice.BitsliceIndex:
     rank = np.empty(n, dtype=np.int32)
     rank[order] = np.arange(n, dtype=np.int32)
     zs = np.ascontiguousarray(np.minimum(sizes[:, order], _INT32_MAX).astype(np.int32).ravel())
-    wzmin = np.full((nf, nw), _INT32_MAX, dtype=np.int32)
-    if n:
-        word = np.arange(n) >> 6
-        for f in range(nf):
-            # sizes ascend along field 0 only; take each word's minimum
-            np.minimum.at(wzmin[f], word, zs[f * n:(f + 1) * n])
+    # every word's smallest size per field (sizes ascend along field 0 only)
+    padded = np.full((nf, nw * 64), _INT32_MAX, dtype=np.int32)
+    padded[:, :n] = zs.reshape(nf, n)
+    wzmin = np.ascontiguousarray(padded.reshape(nf, nw, 64).min(axis=2).ravel())
+    del padded
     tkeys, tids, toff, drows, rptrs, rrefs, bit_rows = [], [], [0], [], [], [], []
     voff = 0
     row_base = 0
     rbase = 0
-    for ts in fields:
-        vocab, inverse, table_keys, table_ids = _search.vocab_table(ts.hashes)
+    for ts, (vocab, inverse, table_keys, table_ids) in zip(
+            fields, _index.vocabularies(fields, n_threads)):
         nv = vocab.shape[0]
         df = np.bincount(inverse, minlength=nv)
         freq = frequent_tokens(df, n, ts.nnz, nw)
         drow = np.full(nv, -1, dtype=np.int64)
         drow[freq] = np.arange(freq.shape[0], dtype=np.int64)
-        ref_of = rank[np.repeat(np.arange(n), np.diff(ts.indptr))].astype(np.int64)
-        row_of = drow[inverse]
-        bits = np.zeros(freq.shape[0] * nw, dtype=np.uint64)
-        _bitslice.fill_bitmaps(row_of, ref_of, nw, bits)
+        # bitmaps of the frequent tokens, renumbered postings of the rare ones
+        bits, rptr, rref = _bitslice.fill_field(
+            np.ascontiguousarray(ts.indptr, dtype=np.int64), inverse, order, drow,
+            freq.shape[0], nw, n_threads)
+        del inverse
         bit_rows.append(bits)
-        # rare postings: renumbered references ascending within each token
-        rare = row_of < 0
-        rv, rr = inverse[rare], ref_of[rare]
-        o = np.lexsort((rr, rv))
-        rrefs.append(rr[o].astype(np.int32))
-        cnt = np.bincount(rv, minlength=nv)
-        starts = np.concatenate([[0], np.cumsum(cnt)[:-1]]) if nv else np.zeros(0)
-        rptrs.append(starts.astype(np.int64) + rbase)
-        rbase += int(rr.shape[0])
+        rrefs.append(rref)
+        rptrs.append(rptr[:-1] + rbase)
+        rbase += int(rptr[-1])
         drows.append(np.where(drow >= 0, drow + row_base, -1))
         row_base += freq.shape[0]
         tkeys.append(table_keys)
@@ -135,7 +130,7 @@ def build(fields: tuple) -> _bitslice.BitsliceIndex:
         voff += nv
     rptr = np.concatenate(rptrs + [np.array([rbase], dtype=np.int64)])
     return _bitslice.BitsliceIndex(
-        nf, n, nw, order, rank, zs, np.ascontiguousarray(wzmin.ravel()),
+        nf, n, nw, order, rank, zs, wzmin,
         np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
         np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
         np.asarray(toff, dtype=np.int64),
@@ -172,15 +167,20 @@ def choose_path(ref_fields: tuple, n_queries: int, min_score: float = 0.0) -> st
 class LazyBitslice:
     """The bit-sliced side of an OverlapIndex, built on first use and then kept."""
 
-    def __init__(self, ref_fields: tuple) -> None:
+    def __init__(self, ref_fields: tuple, n_threads: int = 1) -> None:
         self._fields = ref_fields
+        self._n_threads = n_threads
         self._index: _bitslice.BitsliceIndex | None = None
         self._flat: tuple | None = None
+        self._lock = threading.Lock()
 
     @property
     def index(self) -> _bitslice.BitsliceIndex:
+        """The index, built once (concurrent first callers wait for one build)."""
         if self._index is None:
-            self._index = build(self._fields)
+            with self._lock:
+                if self._index is None:
+                    self._index = build(self._fields, self._n_threads)
         return self._index
 
     def top_k_runner(self, qfields: tuple | None, n: int, top_k: int, min_score: float,

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from . import _search
+
+#: Stored tokens (all fields) from which the fields' vocabularies are built side
+#: by side on several threads.
+PARALLEL_VOCAB = 1 << 16
 
 _EMPTY_U32 = np.zeros(0, dtype=np.uint32)
 _INT32_MAX = np.iinfo(np.int32).max
@@ -51,17 +57,15 @@ def reference_index(
     total = sum(ts.nnz for ts in fields)
     # every field's vocabulary ids, numbered one field after the other
     inverse = np.empty(total, dtype=np.int64)
+    tables = vocabularies(fields, n_threads, inverse)
     tkeys, tids, ranks, dfs = [], [], [], []
     toff = [0]
     nv_total = 0
-    pos = 0
-    for ts in fields:
-        vocab, inv, table_keys, table_ids = _search.vocab_table(
-            ts.hashes, inverse[pos:pos + ts.nnz], nv_total
-        )
+    for vocab, inv, table_keys, table_ids in tables:
         nv = vocab.shape[0]
-        pos += ts.nnz
-        df = np.bincount(inv, minlength=nv_total + nv)[nv_total:]
+        df = np.bincount(inv, minlength=nv)
+        if nv_total:
+            inv += nv_total  # the field's ids follow the previous fields'
         rank = np.empty(nv, dtype=np.int64)
         rank[np.lexsort((vocab, df))] = np.arange(nv)
         ranks.append(rank)
@@ -109,3 +113,25 @@ def max_row(fields: tuple) -> int:
 def max_mass(fields: tuple) -> int:
     """Largest row size (sum of counts for bags) over all fields."""
     return int(max((int(ts.sizes.max()) if len(ts) else 0) for ts in fields))
+
+
+def vocabularies(fields: tuple, n_threads: int = 1, out: np.ndarray | None = None) -> list:
+    """``_search.vocab_table`` of every field's hashes (ids from 0 in each field).
+
+    With ``out`` (int64, as long as all fields' tokens together) field ``f``'s
+    ids are written into its slice of ``out``, fields one after the other.
+    The fields are built side by side on up to ``n_threads`` threads (the
+    table is built without the GIL); the result does not depend on it.
+    """
+    slices, pos = [], 0
+    for ts in fields:
+        slices.append(None if out is None else out[pos:pos + ts.nnz])
+        pos += ts.nnz
+
+    def one(f: int):
+        return _search.vocab_table(fields[f].hashes, slices[f])
+
+    if n_threads > 1 and len(fields) > 1 and pos >= PARALLEL_VOCAB:
+        with ThreadPoolExecutor(min(len(fields), n_threads)) as pool:
+            return list(pool.map(one, range(len(fields))))
+    return [one(f) for f in range(len(fields))]

@@ -1287,6 +1287,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
                 break
             e = gr.top if gr.top < rest else rest
             if 2.0 * <double>e >= cut * <double>(q + gr.size):
+                overlap_prefetch(&X.psuf[gr.start])
                 overlap_prefetch(&X.ent[gr.start])
             g += 1
     else:

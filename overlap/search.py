@@ -195,7 +195,7 @@ class OverlapIndex:
         self._postings_lock = threading.Lock()
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)
-        self._bitslice = _bitslice_index.LazyBitslice(fields)
+        self._bitslice = _bitslice_index.LazyBitslice(fields, nt)
 
     @property
     def _index(self) -> _search.ReferenceIndex:

@@ -288,3 +288,59 @@ def test_dialogue_hint_never_hides_a_lower_identical_reference(dense):
         np.testing.assert_array_equal(got.score.reshape(-1, k), ws)
         np.testing.assert_array_equal(got.index.reshape(-1, k), wi)
     assert wi[6].tolist() == [0, 3]
+
+
+def _fill_field_definition(indptr, inverse, order, drow, n_rows, nw):
+    """fill_field by its definition: bit k of row drow[v] for reference order[k]
+    holding v; rare token v's renumbered references, ascending."""
+    bits = np.zeros((n_rows, nw), dtype=np.uint64)
+    postings = {v: [] for v in range(drow.shape[0])}
+    for k, i in enumerate(order):
+        for v in inverse[indptr[i]:indptr[i + 1]]:
+            if drow[v] >= 0:
+                bits[drow[v], k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+            else:
+                postings[int(v)].append(k)
+    return bits.ravel(), postings
+
+
+@pytest.mark.parametrize("n, vocab", [(0, 5), (1, 3), (200, 40), (9000, 300)])
+def test_fill_field_follows_its_definition_on_every_thread_count(n, vocab):
+    """The chunked fill (9000 rows: over 65536 tokens, so threads split it on
+    64-reference words) equals the definition for 1, 2 and 5 threads."""
+    rng = np.random.default_rng(n)
+    lens = rng.integers(0, min(16, vocab + 1), n)
+    indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+    inverse = np.concatenate([rng.choice(vocab, ln, replace=False) for ln in lens]
+                             + [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+    order = rng.permutation(n).astype(np.int64)
+    drow = np.full(vocab, -1, dtype=np.int64)
+    frequent = rng.choice(vocab, vocab // 4, replace=False)
+    drow[frequent] = np.arange(frequent.shape[0])
+    nw = max(8, -(-n // 64))
+    want_bits, want_postings = _fill_field_definition(indptr, inverse, order, drow,
+                                                      frequent.shape[0], nw)
+    for nt in (1, 2, 5):
+        bits, rptr, rref = _bitslice.fill_field(indptr, inverse, order, drow,
+                                                frequent.shape[0], nw, nt)
+        np.testing.assert_array_equal(bits, want_bits)
+        for v in range(vocab):
+            assert rref[rptr[v]:rptr[v + 1]].tolist() == want_postings[v]
+
+
+@pytest.mark.parametrize("bad", ["id", "row", "order", "indptr"])
+def test_fill_field_refuses_out_of_range_input(bad):
+    indptr = np.array([0, 2, 3], dtype=np.int64)
+    inverse = np.array([0, 1, 1], dtype=np.int64)
+    order = np.array([1, 0], dtype=np.int64)
+    drow = np.array([0, -1], dtype=np.int64)
+    if bad == "id":
+        inverse[2] = 2
+    elif bad == "row":
+        drow[1] = 1
+    elif bad == "order":
+        order[0] = 2
+    else:
+        indptr[1] = 4
+    with pytest.raises(ValueError, match="fill_field"):
+        _bitslice.fill_field(indptr, inverse, order, drow, 1, 8, 1)
