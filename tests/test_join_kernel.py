@@ -186,3 +186,34 @@ def test_index_build_is_the_same_for_every_thread_count(shape, multiset):
         np.testing.assert_array_equal(entries, built[0][0])
         for got, want in zip(groups, built[0][1]):
             np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("sizes", [
+    [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5],   # the counting sort by size
+    [0, 1400, 2, 1400, 7, 3000, 1],      # sizes spanning > 4n + 1024: the argsort fallback
+])
+def test_postings_are_ordered_by_size_then_suffix_mass_then_reference(sizes):
+    """Every posting lists its entries by (size ascending, suffix mass descending,
+    reference ascending), whichever sort ordered the rows by size."""
+    from overlap import _index
+
+    rng = np.random.default_rng(len(sizes))
+    rows = [rng.choice(4000, z, replace=False) % 4000 for z in sizes]
+    ts = TokenSets.from_ids([r.tolist() for r in rows])
+    ri = _index.reference_index((ts,), _index.collection((ts,), 1), 1)
+    ent = ri.entries
+    # the suffix masses from the definition: rank tokens rarest first, ties by hash
+    df = {}
+    for i in range(len(ts)):
+        for h in ts.row(i).tolist():
+            df[h] = df.get(h, 0) + 1
+    rank = {h: k for k, h in enumerate(sorted(df, key=lambda h: (df[h], h)))}
+    by_token = {}
+    for i in range(len(ts)):
+        row = sorted(ts.row(i).tolist(), key=rank.get)
+        for pos, h in enumerate(row):
+            by_token.setdefault(h, []).append((len(row), -(len(row) - pos), i))
+    # postings are stored by vocabulary id: the order tokens first appear in
+    first_seen = list(dict.fromkeys(ts.hashes.tolist()))
+    want = [ref_id for h in first_seen for _, _, ref_id in sorted(by_token[h])]
+    assert ent["ref"].tolist() == want
