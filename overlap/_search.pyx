@@ -859,7 +859,7 @@ ctypedef struct Task:
     int mode             # MODE_TOPK or MODE_JOIN
     int k                # matches kept per query (top-k)
     double floor_score   # min_score (top-k) or threshold (join)
-    bint exclude         # top-k: skip reference qi; join: skip references <= qi
+    bint exclude         # top-k: skip reference qi; join: the self-join (see key_above)
 
 
 ctypedef struct Query:
@@ -1256,7 +1256,9 @@ cdef inline bint rest_caps_window(int64_t q, int64_t rest, double cut,
 
 
 cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int64_t rest,
-                            double cut) noexcept nogil:
+                            double cut, int64_t zmin) noexcept nogil:
+    """Start a walk over posting vid for a query of size q with mass rest left;
+    sizes below zmin are left out of the window too (0: none)."""
     w.X = X
     w.q = q
     w.rest = rest
@@ -1266,6 +1268,8 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     cdef const TokenInfo* ti = &X.tinfo[vid]
     w.post_end = ti.end
     size_window(q, cut, &w.zlo, &w.zhi)
+    if zmin > w.zlo:
+        w.zlo = zmin
     if rest_caps_window(q, rest, cut, &w.zhi):
         w.cut_short = True
     w.g = ti.g0
@@ -1373,6 +1377,12 @@ cdef inline int64_t window_entries(const Index* X, int64_t vid, int64_t zlo,
     return b - a
 
 
+cdef inline bint key_above(int64_t z, int64_t r, int64_t q0, int64_t qi) noexcept nogil:
+    """Whether reference r (size z in field 0) comes after query qi (size q0 in
+    field 0) in the self-join's order: by size in field 0, then by index."""
+    return z > q0 or (z == q0 and r > qi)
+
+
 cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                               double cut) noexcept nogil:
     """Count driver token t's entries that can matter; admit new candidates.
@@ -1401,7 +1411,10 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int64_t n_touched = u.n_touched, best_count = u.best_count, best_ref = u.best_ref
     cdef uint32_t w, add
     cdef int64_t z
+    # a self-join finds each pair once, from the query whose key (size in
+    # field 0, index) is the smaller: its references all have sizes >= q0
     cdef bint upper = T.exclude and T.mode == MODE_JOIN
+    cdef int64_t q0 = u.sizes[0]
     cdef Walk walk
     cdef SigFilter sf
     cdef int64_t batch_p[STATE_BATCH]
@@ -1450,7 +1463,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
         # it now, after the running threshold rose, cannot reach the
         # threshold any more: leaving its count short only lowers its bound.)
         sig_prepare(T, u, u.driver, q, cut, &sf)
-        walk_start(&walk, X, s.post_vid[t], q, rest, cut)
+        walk_start(&walk, X, s.post_vid[t], q, rest, cut, q0 if upper and u.driver == 0 else 0)
         p = 0
         while p >= 0:
             # gather a batch of the entries that pass, asking for their
@@ -1462,9 +1475,11 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                 if p < 0:
                     break
                 r = ent[p].ref
-                if upper and r <= qi:
-                    continue
+                if upper and u.driver == 0 and walk.z == q0 and r <= qi:
+                    continue  # the pair belongs to the reference's query (equal key, lower index)
                 if sf.active and not sig_admits(&sf, entry_sig(&ent[p]), walk.z):
+                    continue
+                if upper and u.driver != 0 and not key_above(T.R.sz[r], r, q0, qi):
                     continue
                 overlap_prefetch(&state[r])
                 overlap_prefetch(&bound[r])
@@ -1513,6 +1528,9 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
         thr = current_threshold(s, T.k, T.floor_score)
         if thr > 0.0 and dice(u.rest, u.size, u.rest) < thr:
             break  # query prefix exhausted: no new reference can reach the threshold
+        if (T.mode == MODE_JOIN and T.exclude and u.driver == 0
+                and dice(u.rest, u.size, u.size) < thr):
+            break  # the same for a self-join's references, none smaller than the query
         cut = thr * (1.0 - 1e-12)
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         qcount = s.qcount[t]
@@ -1565,7 +1583,7 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
         if 2.0 * <double>x >= cut * <double>(q + x):
-            walk_start(&walk, T.X, s.post_vid[t], q, rest, cut)
+            walk_start(&walk, T.X, s.post_vid[t], q, rest, cut, 0)
             while True:
                 p = walk_next(&walk)
                 if p < 0:
@@ -1703,15 +1721,17 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
         if T.mode == MODE_TOPK:
             topk_insert(s.ks, s.ki, &s.nk, T.k, sc, r)
             cut = running_cut(s, T)
-        elif push_pair(pairs, u.qi, r, sc) != 0:
+        elif push_pair(pairs, u.qi if not T.exclude or u.qi < r else r,
+                       r if not T.exclude or u.qi < r else u.qi, sc) != 0:
             pairs.failed = 1
 
 
 cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noexcept nogil:
     """Handle one query: fills s.ks/s.ki (top-k) or appends to ``pairs`` (join).
 
-    ``T.exclude`` skips reference qi (top-k, all-vs-rest) or every reference
-    <= qi (join, self-join upper triangle).  Per-reference state is one
+    ``T.exclude`` skips reference qi (top-k, all-vs-rest), or makes the join
+    a self-join: query qi pairs only with the references after it by (size in
+    field 0, index), see key_above, and reports each pair as (lower, higher index).  Per-reference state is one
     uint32: the count in the low COUNT_BITS bits and a flag in the top two
     (0 unseen, 1 candidate, 2 done).
     """

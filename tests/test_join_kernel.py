@@ -217,3 +217,33 @@ def test_postings_are_ordered_by_size_then_suffix_mass_then_reference(sizes):
     first_seen = list(dict.fromkeys(ts.hashes.tolist()))
     want = [ref_id for h in first_seen for _, _, ref_id in sorted(by_token[h])]
     assert ent["ref"].tolist() == want
+
+
+@settings(max_examples=40)
+@given(st.data(), st.booleans(), st.sampled_from([0.5, 0.75, 0.8, 1.0]))
+def test_self_join_on_three_fields(data, multiset, threshold):
+    """A self-join finds each pair once from the side first by (size in field 0,
+    index), whichever field drives each query's scan: sizes repeat, rows repeat."""
+    a = data.draw(dense_collections(3, 30, 60))
+    want = ref.join(units(a, multiset), None, threshold)
+    for nt in (1, 2):
+        assert triples(overlap_join(build(a, multiset), threshold=threshold,
+                                    n_threads=nt)) == want
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.8])
+def test_self_join_driven_by_another_field(threshold):
+    """Field 0 holds only three tokens (every posting long, all sizes alike), so
+    the second field drives the scans and the key is checked per entry."""
+    rng = np.random.default_rng(11)
+    n = 400
+    f0 = [sorted(set(rng.integers(0, 3, rng.integers(1, 4)).tolist())) for _ in range(n)]
+    f1 = [rng.choice(5000, rng.integers(2, 9), replace=False).tolist() for _ in range(n)]
+    for i in range(0, n, 7):  # near-copies, some of equal field-0 size
+        j = int(rng.integers(0, n))
+        f1[j] = f1[i][:-1] + [int(rng.integers(5000, 6000))] if len(f1[i]) > 4 else list(f1[i])
+        f0[j] = list(f0[i]) if i % 2 else f0[j]
+    want = ref.join(units([f0, f1]), None, threshold)
+    assert want, "the corpus must hold matching pairs"
+    got = overlap_join(build([f0, f1]), threshold=threshold)
+    assert triples(got) == want
