@@ -360,7 +360,7 @@ def fill_field(const int64_t[::1] indptr, const int64_t[::1] inverse,
     cdef int32_t[::1] rv = rref
     cdef int32_t* rq = &rv[0] if rv.shape[0] else NULL
     with nogil:
-        for v in prange(V, num_threads=n_threads, schedule="static"):
+        for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             acc = rp[v]
             for c in range(n_chunks):
                 w = fp[c * V + v]
