@@ -45,7 +45,7 @@ from libc.stdint cimport uint64_t, int64_t, int32_t
 from libc.stdlib cimport malloc, calloc, free
 
 from overlap._openmp cimport omp_get_thread_num
-from overlap._sets cimport dice, fmix64, topk_insert
+from overlap._sets cimport chunk_first_slots, dice, fmix64, topk_insert
 
 cnp.import_array()
 
@@ -361,11 +361,7 @@ def fill_field(const int64_t[::1] indptr, const int64_t[::1] inverse,
     cdef int32_t* rq = &rv[0] if rv.shape[0] else NULL
     with nogil:
         for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
-            acc = rp[v]
-            for c in range(n_chunks):
-                w = fp[c * V + v]
-                fp[c * V + v] = acc
-                acc = acc + w
+            chunk_first_slots(fp, n_chunks, V, v, rp[v])
         for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
             for k in range(cut[c], cut[c + 1]):
                 i = order[k]

@@ -41,7 +41,7 @@ from libc.stdlib cimport malloc, calloc, realloc, free, qsort
 from libc.math cimport floor
 
 from overlap._openmp cimport omp_get_thread_num
-from overlap._sets cimport dice, intersect_sets, intersect_bags, fmix64, sort_u64, topk_insert
+from overlap._sets cimport chunk_first_slots, dice, intersect_sets, intersect_bags, fmix64, sort_u64, topk_insert
 from overlap._limits cimport QUERY_TOKEN_BITS, COUNT_BITS
 from overlap cimport _limits
 
@@ -2169,11 +2169,7 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
                         if inv[t] >= 0 and inv[t] < V:
                             fp[c * V + inv[t]] += 1
             for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
-                acc = ptr[v]
-                for c in range(n_chunks):
-                    w = fp[c * V + v]
-                    fp[c * V + v] = acc
-                    acc = acc + w
+                chunk_first_slots(fp, n_chunks, V, v, ptr[v])
         with parallel(num_threads=n_threads):
             rbuf = NULL
             sbuf = NULL

@@ -133,3 +133,14 @@ cdef inline void topk_insert(double* ks, int64_t* ki, int* nk, int k, double sc,
         pos -= 1
     ks[pos] = sc
     ki[pos] = idx
+
+
+cdef inline void chunk_first_slots(int64_t* counts, int64_t n_chunks, int64_t V, int64_t v,
+                                   int64_t start) noexcept nogil:
+    """Turn the chunks' counts of posting v (counts[c * V + v]) into each chunk's
+    first slot, the chunks one after the other from ``start`` on."""
+    cdef int64_t c, w, acc = start
+    for c in range(n_chunks):
+        w = counts[c * V + v]
+        counts[c * V + v] = acc
+        acc = acc + w
