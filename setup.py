@@ -248,6 +248,9 @@ def extensions() -> list[Extension]:
                 [os.path.relpath(source, HERE)],
                 include_dirs=[np.get_include()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+                # The generated C includes the package's C headers verbatim: a
+                # changed header must recompile the module (distutils checks these).
+                depends=[os.path.relpath(h, HERE) for h in sorted((HERE / pkg).glob("*.h"))],
             )
             if up_to_date:
                 fresh.append(ext)
