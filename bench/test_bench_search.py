@@ -29,7 +29,7 @@ from numpy.testing import assert_array_equal
 
 import overlap
 
-from overlap import _bitslice_index
+from overlap import _bitslice, _bitslice_index
 
 from ._peers import SparseBruteForce, topn_dot
 from .conftest import THREADS, describe, run_once
@@ -198,3 +198,32 @@ def test_sparse_dot_topn(benchmark, workload, train, queries, expected, n_thread
           same_index_as_dice_top1=round(float((index == exp.index).mean()), 4),
           reaches_best_dice=round(float(same_score.mean()), 4),
           timed="sp_matmul_topn(Q, R.T, top_n=1) on prebuilt matrices", n_threads=nt)
+
+
+# ------------------------------------------------------------------ SIMD levels
+G_SIMD = "search: top-1, test vs train, 2 fields, one thread, by SIMD level"
+
+
+@pytest.fixture
+def simd_level(request):
+    """Set the bit-sliced kernel's SIMD level for one benchmark, restore it afterwards."""
+    def set_level(level):
+        prev = _bitslice.set_simd_level(level)
+        request.addfinalizer(lambda: _bitslice.set_simd_level(prev))
+    return set_level
+
+
+@pytest.mark.parametrize("level", range(len(_bitslice.LEVEL_NAMES)),
+                         ids=list(_bitslice.LEVEL_NAMES))
+def test_ours_by_simd_level(benchmark, workload, index_2f, queries, expected, simd_level,
+                            level):
+    """Every SIMD variant this CPU runs, side by side, on one thread."""
+    if level > _bitslice.cpu_level():
+        pytest.skip(f"this CPU does not run {_bitslice.LEVEL_NAMES[level]}")
+    benchmark.group = G_SIMD
+    simd_level(level)
+    res = benchmark(index_2f.max_overlap, queries[G_2F], n_threads=1)
+    _check(res, expected[G_2F])
+    describe(benchmark, workload, n_queries=len(queries[G_2F][0]), n_references=len(index_2f),
+             fields=2, side="ours", simd=_bitslice.LEVEL_NAMES[level], n_threads=1,
+             timed="max_overlap on prebuilt index, bit-sliced path")

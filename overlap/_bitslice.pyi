@@ -8,6 +8,13 @@ LEVEL_NAMES: tuple[str, str, str]
 def cpu_level() -> int: ...
 def simd_level() -> int: ...
 def set_simd_level(level: int) -> int: ...
+def block_counts(
+    table: NDArray[np.uint64],
+    pick: NDArray[np.int64],
+    w0: int,
+    need: NDArray[np.int64],
+    level: int,
+) -> tuple[NDArray[np.int64], NDArray[np.uint64]]: ...
 
 class BitsliceIndex:
     n_rows: int

@@ -259,6 +259,51 @@ cdef check_tables(int64_t n, int64_t n_rows, const int64_t[::1] drow,
         raise ValueError("BitsliceIndex: a bitmap row, posting bound or reference out of range")
 
 
+def block_counts(const uint64_t[:, ::1] table, const int64_t[::1] pick, int64_t w0,
+                 const int64_t[::1] need, int level):
+    """One call of the word-parallel kernels of SIMD level ``level``, for tests.
+
+    Adds the bitmap rows ``table[pick[t]]`` (``pick.shape[0] < 2**MAX_PLANES``
+    rows, repeats allowed) over the block of ``BLOCK_WORDS`` words starting at
+    word ``w0`` into bit-planes, then compares with ``need`` (one threshold per
+    word).  Returns ``(counts, ge)``: the count of each of the block's
+    ``64 * BLOCK_WORDS`` bits read back from the planes, and the words of bits
+    whose count is ``>= need``.
+    """
+    cdef int64_t n = pick.shape[0], t, j, x
+    if level < 0 or level > _cpu_level:
+        raise ValueError(f"level must be in [0, {_cpu_level}] on this CPU, got {level}")
+    if n >= (<int64_t>1) << BS_MAX_PLANES:
+        raise ValueError(f"pick: at most {(1 << BS_MAX_PLANES) - 1} rows, got {n}")
+    if need.shape[0] != BS_BLOCK:
+        raise ValueError(f"need: {BS_BLOCK} thresholds, got {need.shape[0]}")
+    if w0 < 0 or w0 + BS_BLOCK > table.shape[1]:
+        raise ValueError("w0: the block is not inside the table's rows")
+    for t in range(n):
+        if pick[t] < 0 or pick[t] >= table.shape[0]:
+            raise ValueError(f"pick[{t}] = {pick[t]} is not a row of the table")
+    cdef int b = bit_length(n)
+    cdef Kernels kern = kernels_for(level)
+    cdef const uint64_t** rv = <const uint64_t**>malloc(max(n, 1) * sizeof(uint64_t*))
+    if rv == NULL:
+        raise MemoryError()
+    for t in range(n):
+        rv[t] = &table[pick[t], 0]
+    planes = np.zeros(BS_MAX_PLANES * BS_BLOCK, dtype=np.uint64)
+    ge = np.zeros(BS_BLOCK, dtype=np.uint64)
+    counts = np.zeros(64 * BS_BLOCK, dtype=np.int64)
+    cdef uint64_t[::1] pv = planes
+    cdef uint64_t[::1] gv = ge
+    cdef int64_t[::1] cv = counts
+    kern.add_rows(rv, <int>n, w0, b, &pv[0])
+    free(rv)
+    kern.count_ge(&pv[0], b, &need[0], &gv[0])
+    for j in range(BS_BLOCK):
+        for x in range(64):
+            cv[64 * j + x] = bs_count_at(&pv[0], b, <int>j, <int>x)
+    return counts, ge
+
+
 cdef Kernels kernels_for(int level) noexcept:
     cdef Kernels kern
     kern.add_rows = bs_add_rows_for(level)

@@ -7,8 +7,8 @@
  *
  * bs_add_rows adds n bitmap rows (one per frequent query token) into such a
  * counter; bs_count_ge compares the counts with a threshold per word.  Each
- * is written once on GCC/Clang vector types of BS_BLOCK uint64_t words (plain
- * C loops for other compilers) and compiled three times: for the default
+ * is written once on GCC/Clang vector types (plain C loops for other
+ * compilers) and compiled three times: for the default
  * target (portable x86-64, or any other architecture), and with
  * __attribute__((target("avx2"))) and target("avx512f"); the best variant the
  * CPU supports is chosen at run time (never -march=native).  Every variant
@@ -29,81 +29,93 @@
 #define BS_LEVEL_AVX512 2
 
 #if defined(__GNUC__) || defined(__clang__)
-/* One block as a GCC/Clang vector: the compiler emits whatever the function's
- * target offers (4 SSE2, 2 AVX2 or 1 AVX-512 instruction per operation).
- * aligned(8): bitmap rows and scratch are only 8-byte aligned. */
-typedef uint64_t bs_vec __attribute__((vector_size(8 * BS_BLOCK), aligned(8)));
-#define BS_LOAD(p) (*(const bs_vec*)(p))
-#define BS_STORE(p, v) (*(bs_vec*)(p) = (v))
-#define BS_ZERO ((bs_vec){0})
+/* Each variant works on GCC/Clang vectors of the width its target handles in
+ * one register (VEC of LANES uint64_t words: 2 for the portable SSE2/NEON
+ * baseline, 4 for AVX2, 8 for AVX-512) and walks the block in BS_BLOCK/LANES
+ * slices.  A vector wider than the target's registers would be split by the
+ * compiler into 128-bit pieces with the planes spilled to the stack, which made
+ * the AVX2 variant slower than the portable one.  aligned(8): bitmap rows and
+ * scratch are only 8-byte aligned. */
+typedef uint64_t bs_v2 __attribute__((vector_size(16), aligned(8)));
+typedef uint64_t bs_v4 __attribute__((vector_size(32), aligned(8)));
+typedef uint64_t bs_v8 __attribute__((vector_size(64), aligned(8)));
 #define BS_HAVE_VEC 1
 #else
 #define BS_HAVE_VEC 0
 #endif
 
 #if BS_HAVE_VEC
-/* Add n rows into b planes.  Two rows at a time: a half adder turns them into
- * a sum and a carry word, which enter the counter at planes 0 and 1 (a full
- * adder there); the remaining carry ripples up.  A row left over is added on
- * its own.  The caller sizes b for n rows, so no carry leaves the top plane.
- * Planes live in a local array (registers or L1) and are stored at the end. */
-#define BS_ADD_ROWS_BODY                                                        \
+/* Add n rows into b planes, one slice of LANES words at a time.  Two rows at a
+ * time: a half adder turns them into a sum and a carry word, which enter the
+ * counter at planes 0 and 1 (a full adder there); the remaining carry ripples
+ * up.  A row left over is added on its own.  The caller sizes b for n rows, so
+ * no carry leaves the top plane.  The slice's planes live in a local array
+ * (registers or L1) and are stored at the end. */
+#define BS_ADD_ROWS_BODY(VEC, LANES)                                            \
     {                                                                           \
-        int i, t;                                                               \
-        bs_vec acc[BS_MAX_PLANES];                                              \
-        for (i = 0; i < b; i++)                                                 \
-            acc[i] = BS_ZERO;                                                   \
-        for (t = 0; t + 1 < n; t += 2) {                                        \
-            bs_vec x = BS_LOAD(rows[t] + w0), y = BS_LOAD(rows[t + 1] + w0);    \
-            bs_vec s = x ^ y, d = x & y, p = acc[0], c, u;                      \
-            acc[0] = p ^ s;                                                     \
-            c = p & s;                                                          \
-            p = acc[1];                                                         \
-            u = p ^ c;                                                          \
-            acc[1] = u ^ d;                                                     \
-            c = (p & c) | (u & d);                                              \
-            for (i = 2; i < b; i++) {                                           \
-                p = acc[i];                                                     \
-                acc[i] = p ^ c;                                                 \
-                c = p & c;                                                      \
+        int i, t, o;                                                            \
+        VEC acc[BS_MAX_PLANES];                                                 \
+        for (o = 0; o < BS_BLOCK; o += (LANES)) {                               \
+            const int64_t wo = w0 + o;                                          \
+            for (i = 0; i < b; i++)                                             \
+                acc[i] = (VEC){0};                                              \
+            for (t = 0; t + 1 < n; t += 2) {                                    \
+                VEC x = *(const VEC*)(rows[t] + wo);                            \
+                VEC y = *(const VEC*)(rows[t + 1] + wo);                        \
+                VEC s = x ^ y, d = x & y, p = acc[0], c, u;                     \
+                acc[0] = p ^ s;                                                 \
+                c = p & s;                                                      \
+                p = acc[1];                                                     \
+                u = p ^ c;                                                      \
+                acc[1] = u ^ d;                                                 \
+                c = (p & c) | (u & d);                                          \
+                for (i = 2; i < b; i++) {                                       \
+                    p = acc[i];                                                 \
+                    acc[i] = p ^ c;                                             \
+                    c = p & c;                                                  \
+                }                                                               \
             }                                                                   \
-        }                                                                       \
-        if (t < n) {                                                            \
-            bs_vec c = BS_LOAD(rows[t] + w0), p;                                \
-            for (i = 0; i < b; i++) {                                           \
-                p = acc[i];                                                     \
-                acc[i] = p ^ c;                                                 \
-                c = p & c;                                                      \
+            if (t < n) {                                                        \
+                VEC c = *(const VEC*)(rows[t] + wo), p;                         \
+                for (i = 0; i < b; i++) {                                       \
+                    p = acc[i];                                                 \
+                    acc[i] = p ^ c;                                             \
+                    c = p & c;                                                  \
+                }                                                               \
             }                                                                   \
+            for (i = 0; i < b; i++)                                             \
+                *(VEC*)(P + (int64_t)i * BS_BLOCK + o) = acc[i];                \
         }                                                                       \
-        for (i = 0; i < b; i++)                                                 \
-            BS_STORE(P + (int64_t)i * BS_BLOCK, acc[i]);                        \
     }
 
 /* Bits whose count is >= need[j] in each word j: O'Neil's bit-sliced
- * comparison, from the most significant plane down, all words at once (m is
+ * comparison, from the most significant plane down, a slice at a time (m is
  * all ones in the words whose need has bit i set).  need[j] <= 0 keeps every
  * bit; need[j] >= 2**b keeps none. */
-#define BS_COUNT_GE_BODY                                                        \
+#define BS_COUNT_GE_BODY(VEC, LANES)                                            \
     {                                                                           \
-        int i, j;                                                               \
-        bs_vec gt = BS_ZERO, eq = ~BS_ZERO, nv, m, p, out;                      \
-        for (j = 0; j < BS_BLOCK; j++)                                          \
-            nv[j] = (uint64_t)(need[j] < 0 ? 0 : need[j]);                      \
-        for (i = b - 1; i >= 0; i--) {                                          \
-            p = BS_LOAD(P + (int64_t)i * BS_BLOCK);                             \
-            m = -((nv >> i) & 1);                                               \
-            gt |= eq & p & ~m;                                                  \
-            eq &= ~(p ^ m);                                                     \
+        int i, j, o;                                                            \
+        for (o = 0; o < BS_BLOCK; o += (LANES)) {                               \
+            VEC gt = (VEC){0}, eq = ~(VEC){0}, nv, m, p, out;                   \
+            for (j = 0; j < (LANES); j++)                                       \
+                nv[j] = (uint64_t)(need[o + j] < 0 ? 0 : need[o + j]);          \
+            for (i = b - 1; i >= 0; i--) {                                      \
+                p = *(const VEC*)(P + (int64_t)i * BS_BLOCK + o);               \
+                m = -((nv >> i) & 1);                                           \
+                gt |= eq & p & ~m;                                              \
+                eq &= ~(p ^ m);                                                 \
+            }                                                                   \
+            out = gt | eq;                                                      \
+            m = (VEC)((nv >> b) != 0); /* all ones where need >= 2**b */       \
+            out &= ~m;                                                          \
+            *(VEC*)(res + o) = out;                                             \
         }                                                                       \
-        out = gt | eq;                                                          \
-        m = (bs_vec)((nv >> b) != 0); /* all ones where need >= 2**b */                        \
-        out &= ~m;                                                              \
-        BS_STORE(res, out);                                                     \
     }
+#define BS_PORTABLE_T bs_v2
+#define BS_PORTABLE_LANES 2
 #else
 /* Plain C for compilers without vector extensions (same integers). */
-#define BS_ADD_ROWS_BODY                                                        \
+#define BS_ADD_ROWS_BODY(VEC, LANES)                                            \
     {                                                                           \
         int i, j, t;                                                            \
         memset(P, 0, sizeof(uint64_t) * BS_BLOCK * (b > 0 ? b : 1));           \
@@ -118,7 +130,7 @@ typedef uint64_t bs_vec __attribute__((vector_size(8 * BS_BLOCK), aligned(8)));
             }                                                                   \
         }                                                                       \
     }
-#define BS_COUNT_GE_BODY                                                        \
+#define BS_COUNT_GE_BODY(VEC, LANES)                                            \
     {                                                                           \
         int i, j;                                                               \
         for (j = 0; j < BS_BLOCK; j++) {                                        \
@@ -138,40 +150,142 @@ typedef uint64_t bs_vec __attribute__((vector_size(8 * BS_BLOCK), aligned(8)));
             res[j] = gt | eq;                                                   \
         }                                                                       \
     }
+#define BS_PORTABLE_T uint64_t
+#define BS_PORTABLE_LANES 1
 #endif
 
 typedef void (*bs_add_rows_fn)(const uint64_t* const* rows, int n, int64_t w0, int b,
                                uint64_t* P);
+
+#if BS_HAVE_VEC
+/* NAME adds rows with the body above specialised for each plane count b
+ * (1..BS_MAX_PLANES, a switch), so that the slice's planes stay in registers;
+ * ATTR is the target attribute of the variant.  b == 0 means no rows. */
+#define BS_CASES(F)                                                             \
+    BS_CASE(F, 1) BS_CASE(F, 2) BS_CASE(F, 3) BS_CASE(F, 4) BS_CASE(F, 5)       \
+    BS_CASE(F, 6) BS_CASE(F, 7) BS_CASE(F, 8) BS_CASE(F, 9) BS_CASE(F, 10)      \
+    BS_CASE(F, 11) BS_CASE(F, 12) BS_CASE(F, 13) BS_CASE(F, 14) BS_CASE(F, 15)  \
+    BS_CASE(F, 16)
+#define BS_CASE(F, B)                                                           \
+    case B:                                                                     \
+        F(rows, n, w0, B, P);                                                   \
+        return;
+#define BS_DEFINE_ADD_ROWS(NAME, ATTR, VEC, LANES)                              \
+    ATTR __attribute__((always_inline)) static inline void NAME##_b(            \
+        const uint64_t* const* rows, int n, int64_t w0, const int b, uint64_t* P) \
+    BS_ADD_ROWS_BODY(VEC, LANES)                                                \
+    ATTR static void NAME(const uint64_t* const* rows, int n, int64_t w0, int b, \
+                          uint64_t* P)                                          \
+    {                                                                           \
+        switch (b) {                                                            \
+            BS_CASES(NAME##_b)                                                  \
+        default:                                                                \
+            return;                                                             \
+        }                                                                       \
+    }
+#else
+#define BS_DEFINE_ADD_ROWS(NAME, ATTR, VEC, LANES)                              \
+    static void NAME(const uint64_t* const* rows, int n, int64_t w0, int b,     \
+                     uint64_t* P)                                               \
+    BS_ADD_ROWS_BODY(VEC, LANES)
+#endif
 typedef void (*bs_count_ge_fn)(const uint64_t* P, int b, const int64_t* need,
                                uint64_t* res);
 
-static void bs_add_rows_portable(const uint64_t* const* rows, int n, int64_t w0, int b,
-                                 uint64_t* P)
-BS_ADD_ROWS_BODY
+BS_DEFINE_ADD_ROWS(bs_add_rows_portable, , BS_PORTABLE_T, BS_PORTABLE_LANES)
 
 static void bs_count_ge_portable(const uint64_t* P, int b, const int64_t* need,
                                  uint64_t* res)
-BS_COUNT_GE_BODY
+BS_COUNT_GE_BODY(BS_PORTABLE_T, BS_PORTABLE_LANES)
 
 #if BS_HAVE_VEC && (defined(__x86_64__) || defined(__i386__))
 #define BS_HAVE_X86_DISPATCH 1
+#include <immintrin.h>
+
+/* AVX2 in intrinsics: GCC 12 lowers the generic-vector bodies badly for this
+ * target (planes and comparison state bounce through the stack), which made
+ * this variant slower than the portable one.  Same algorithm, two slices of
+ * four words. */
+/* One slice of four words for a plane count B known at compile time (the
+ * switch below), so that the planes stay in registers. */
+__attribute__((target("avx2"), always_inline))
+static inline void bs_add_rows_avx2_b(const uint64_t* const* rows, int n, int64_t w0,
+                                      const int b, uint64_t* P)
+{
+    int i, t, o;
+    for (o = 0; o < BS_BLOCK; o += 4) {
+        const int64_t wo = w0 + o;
+        __m256i acc[BS_MAX_PLANES];
+        for (i = 0; i < b; i++)
+            acc[i] = _mm256_setzero_si256();
+        for (t = 0; t + 1 < n; t += 2) {
+            __m256i x = _mm256_loadu_si256((const __m256i*)(rows[t] + wo));
+            __m256i y = _mm256_loadu_si256((const __m256i*)(rows[t + 1] + wo));
+            __m256i s = _mm256_xor_si256(x, y), d = _mm256_and_si256(x, y);
+            __m256i p = acc[0], c, u;
+            acc[0] = _mm256_xor_si256(p, s);
+            c = _mm256_and_si256(p, s);
+            p = acc[1];
+            u = _mm256_xor_si256(p, c);
+            acc[1] = _mm256_xor_si256(u, d);
+            c = _mm256_or_si256(_mm256_and_si256(p, c), _mm256_and_si256(u, d));
+            for (i = 2; i < b; i++) {
+                p = acc[i];
+                acc[i] = _mm256_xor_si256(p, c);
+                c = _mm256_and_si256(p, c);
+            }
+        }
+        if (t < n) {
+            __m256i c = _mm256_loadu_si256((const __m256i*)(rows[t] + wo)), p;
+            for (i = 0; i < b; i++) {
+                p = acc[i];
+                acc[i] = _mm256_xor_si256(p, c);
+                c = _mm256_and_si256(p, c);
+            }
+        }
+        for (i = 0; i < b; i++)
+            _mm256_storeu_si256((__m256i*)(P + (int64_t)i * BS_BLOCK + o), acc[i]);
+    }
+}
+
 __attribute__((target("avx2")))
 static void bs_add_rows_avx2(const uint64_t* const* rows, int n, int64_t w0, int b,
                              uint64_t* P)
-BS_ADD_ROWS_BODY
+{
+    switch (b) {
+        BS_CASES(bs_add_rows_avx2_b)
+    default:
+        return;
+    }
+}
 
 __attribute__((target("avx2")))
 static void bs_count_ge_avx2(const uint64_t* P, int b, const int64_t* need, uint64_t* res)
-BS_COUNT_GE_BODY
+{
+    int i, o;
+    const __m256i zero = _mm256_setzero_si256(), one = _mm256_set1_epi64x(1);
+    for (o = 0; o < BS_BLOCK; o += 4) {
+        __m256i nv = _mm256_loadu_si256((const __m256i*)(need + o));
+        __m256i gt = zero, eq = _mm256_cmpeq_epi64(zero, zero), p, m;
+        nv = _mm256_and_si256(nv, _mm256_cmpgt_epi64(nv, zero)); /* max(need, 0) */
+        for (i = b - 1; i >= 0; i--) {
+            p = _mm256_loadu_si256((const __m256i*)(P + (int64_t)i * BS_BLOCK + o));
+            m = _mm256_sub_epi64(zero, _mm256_and_si256(
+                                           _mm256_srl_epi64(nv, _mm_cvtsi32_si128(i)), one));
+            gt = _mm256_or_si256(gt, _mm256_andnot_si256(m, _mm256_and_si256(eq, p)));
+            eq = _mm256_andnot_si256(_mm256_xor_si256(p, m), eq);
+        }
+        /* keep only the words whose need < 2**b */
+        m = _mm256_cmpeq_epi64(_mm256_srl_epi64(nv, _mm_cvtsi32_si128(b)), zero);
+        _mm256_storeu_si256((__m256i*)(res + o), _mm256_and_si256(_mm256_or_si256(gt, eq), m));
+    }
+}
 
-__attribute__((target("avx512f")))
-static void bs_add_rows_avx512(const uint64_t* const* rows, int n, int64_t w0, int b,
-                               uint64_t* P)
-BS_ADD_ROWS_BODY
+BS_DEFINE_ADD_ROWS(bs_add_rows_avx512, __attribute__((target("avx512f"))), bs_v8, 8)
 
 __attribute__((target("avx512f")))
 static void bs_count_ge_avx512(const uint64_t* P, int b, const int64_t* need, uint64_t* res)
-BS_COUNT_GE_BODY
+BS_COUNT_GE_BODY(bs_v8, 8)
 #else
 #define BS_HAVE_X86_DISPATCH 0
 #endif

@@ -344,3 +344,61 @@ def test_fill_field_refuses_out_of_range_input(bad):
         indptr[1] = 4
     with pytest.raises(ValueError, match="fill_field"):
         _bitslice.fill_field(indptr, inverse, order, drow, 1, 8, 1)
+
+
+# ------------------------------------------------------ the block kernels alone
+def _block_definition(table, pick, w0, need):
+    """Counts of the block's bits over the picked rows, and the >= need words."""
+    words = table[:, w0:w0 + _bitslice.BLOCK_WORDS]
+    bits = ((words[:, :, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)).astype(np.int64)
+    counts = np.bincount(pick, minlength=table.shape[0]) @ bits.reshape(table.shape[0], -1)
+    keep = counts.reshape(_bitslice.BLOCK_WORDS, 64) >= need[:, None]
+    ge = (keep.astype(np.uint64) << np.arange(64, dtype=np.uint64)).sum(axis=1, dtype=np.uint64)
+    return counts, ge
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_block_kernels_match_the_definition_for_every_plane_count(rng, level):
+    """add_rows and count_ge of each SIMD level, for 0 rows and every plane
+    count 1..MAX_PLANES (row counts at both ends of each), against popcounts."""
+    bw = _bitslice.BLOCK_WORDS
+    table = rng.integers(0, 2**63, size=(37, 3 * bw), dtype=np.int64).astype(np.uint64)
+    table[:, 1::2] |= np.uint64(1) << np.uint64(63)  # top bits set too
+    table[3] = 0
+    table[4] = np.uint64(2**64 - 1)
+    table[5] = table[6]  # duplicate rows
+    sizes = {0, 1, 2, 3, (1 << _bitslice.MAX_PLANES) - 1}
+    for b in range(2, _bitslice.MAX_PLANES + 1):
+        sizes |= {(1 << (b - 1)), (1 << b) - 1}
+    for n in sorted(sizes):
+        pick = rng.integers(0, table.shape[0], size=n).astype(np.int64)
+        if n > 8:
+            pick[: n // 4] = 4  # one row many times: counts reach the top plane
+        w0 = int(rng.integers(0, 3)) * bw
+        counts, _ = _block_definition(table, pick, w0, np.zeros(bw, dtype=np.int64))
+        cap = 1 << max(n.bit_length(), 0)
+        # thresholds: none, everything, beyond the planes, and counts that occur (ties)
+        need = np.array([-3, 0, cap, cap + 5, 1, *rng.choice(counts, size=bw - 5)],
+                        dtype=np.int64)
+        rng.shuffle(need)
+        want_counts, want_ge = _block_definition(table, pick, w0, need)
+        got_counts, got_ge = _bitslice.block_counts(table, pick, w0, need, level)
+        np.testing.assert_array_equal(got_counts, want_counts, err_msg=f"n={n}")
+        np.testing.assert_array_equal(got_ge, want_ge, err_msg=f"n={n}")
+
+
+def test_block_counts_refuses_what_the_kernels_cannot_take():
+    table = np.zeros((4, 2 * _bitslice.BLOCK_WORDS), dtype=np.uint64)
+    need = np.zeros(_bitslice.BLOCK_WORDS, dtype=np.int64)
+    ok = np.zeros(3, dtype=np.int64)
+    with pytest.raises(ValueError, match="level"):
+        _bitslice.block_counts(table, ok, 0, need, _bitslice.cpu_level() + 1)
+    with pytest.raises(ValueError, match="pick"):
+        _bitslice.block_counts(table, np.zeros(1 << _bitslice.MAX_PLANES, dtype=np.int64),
+                               0, need, 0)
+    with pytest.raises(ValueError, match="pick"):
+        _bitslice.block_counts(table, np.array([4], dtype=np.int64), 0, need, 0)
+    with pytest.raises(ValueError, match="need"):
+        _bitslice.block_counts(table, ok, 0, need[:-1], 0)
+    with pytest.raises(ValueError, match="w0"):
+        _bitslice.block_counts(table, ok, _bitslice.BLOCK_WORDS + 1, need, 0)
