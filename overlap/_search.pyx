@@ -2367,12 +2367,12 @@ cdef int vocab_grow(VocabSlot** table, int64_t* cap, const uint64_t* kv,
     return 0
 
 
-cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, int64_t base,
+cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv,
                     VocabSlot** table, int64_t* cap, uint64_t** keys, int64_t* kcap,
                     int64_t* n_distinct) noexcept nogil:
     """Number ``hashes`` in first-seen order into a growing table; 1 when out of memory.
 
-    ``inv[i]`` gets ``base`` plus the id of ``hashes[i]``.
+    ``inv[i]`` gets the id of ``hashes[i]``.
 
     ``table`` (``cap`` slots) and ``keys`` (room for ``kcap``) start allocated
     and are replaced as they grow; the caller frees them.  The table is
@@ -2401,11 +2401,11 @@ cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, int64_t b
                 t[slot].vid = nv
                 t[slot].key = key
                 kv[nv] = key
-                inv[i] = base + nv
+                inv[i] = nv
                 nv += 1
                 break
             if t[slot].key == key:
-                inv[i] = base + vid
+                inv[i] = vid
                 break
             slot = (slot + 1) & (c - 1)
         if 2 * nv > c:
@@ -2419,15 +2419,14 @@ cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv, int64_t b
     return 0
 
 
-def vocab_table(const uint64_t[::1] hashes, out=None, int64_t base=0):
+def vocab_table(const uint64_t[::1] hashes, out=None):
     """Distinct hashes in first-seen order, and an open-addressing table of them.
 
     Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
-    hash, ``inverse`` the id of every input hash plus ``base`` (written into
-    ``out``, an int64 array as long as ``hashes``, when given); the table
-    (``tkeys[s]``, ``tids[s]``; a power of two of at least 16 slots, the
-    smallest at most half full; -1 marks an empty slot) maps a hash to its id
-    (without ``base``) by linear probing.
+    hash, ``inverse`` the id of every input hash (written into ``out``, an
+    int64 array as long as ``hashes``, when given); the table (``tkeys[s]``,
+    ``tids[s]``; a power of two of at least 16 slots, the smallest at most half
+    full; -1 marks an empty slot) maps a hash to its id by linear probing.
     """
     cdef int64_t nnz = hashes.shape[0], cap = 16, kcap = 16, nv = 0, j
     inverse = np.empty(nnz, dtype=np.int64) if out is None else out
@@ -2446,7 +2445,7 @@ def vocab_table(const uint64_t[::1] hashes, out=None, int64_t base=0):
                 table[j].vid = -1
             with nogil:
                 failed = vocab_fill(&hashes[0] if nnz else NULL, nnz, &inv[0] if nnz else NULL,
-                                    base, &table, &cap, &kv, &kcap, &nv)
+                                    &table, &cap, &kv, &kcap, &nv)
         if failed:
             raise MemoryError("overlap index: out of memory for the vocabulary")
         keys = np.empty(nv, dtype=np.uint64)
