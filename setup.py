@@ -221,6 +221,12 @@ def _fingerprint(pyx: Path, directives: dict) -> str:
     return h.hexdigest()
 
 
+def header_depends(pkg: str) -> list[str]:
+    """The package's C headers, which the generated C includes verbatim: a
+    changed header must recompile the module (distutils compares these)."""
+    return [os.path.relpath(h, HERE) for h in sorted((HERE / pkg).glob("*.h"))]
+
+
 def extensions() -> list[Extension]:
     """One Extension per .pyx; translate to C only the modules whose inputs changed."""
     only = [p for p in os.environ.get("OVERLAP_ONLY", "").split(",") if p.strip()]
@@ -248,9 +254,7 @@ def extensions() -> list[Extension]:
                 [os.path.relpath(source, HERE)],
                 include_dirs=[np.get_include()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-                # The generated C includes the package's C headers verbatim: a
-                # changed header must recompile the module (distutils checks these).
-                depends=[os.path.relpath(h, HERE) for h in sorted((HERE / pkg).glob("*.h"))],
+                depends=header_depends(pkg),
             )
             if up_to_date:
                 fresh.append(ext)
