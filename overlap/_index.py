@@ -83,7 +83,7 @@ def reference_index(
     )
     del inverse
     fp = np.asarray(coll_fingerprints(coll))
-    fpi = np.argsort(fp, kind="stable").astype(np.int64)
+    fpi = stable_argsort_u64(fp)
     return _search.ReferenceIndex(
         coll,
         np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
@@ -100,6 +100,24 @@ def reference_index(
         coll.records(n_threads),
         n_threads,
     )
+
+
+def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` as int64, about 5x faster on hashes.
+
+    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is
+    not stable; equal keys (here: duplicate rows) are few, so only their runs
+    are put back in index order afterwards.
+    """
+    order = np.argsort(keys).astype(np.int64, copy=False)
+    if order.shape[0] < 2:
+        return order
+    sk = keys[order]
+    tie = sk[1:] == sk[:-1]
+    if tie.any():
+        pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+        order[pos] = order[pos][np.lexsort((order[pos], sk[pos]))]
+    return order
 
 
 def coll_fingerprints(coll: _search.Collection) -> np.ndarray:

@@ -247,3 +247,17 @@ def test_self_join_driven_by_another_field(threshold):
     assert want, "the corpus must hold matching pairs"
     got = overlap_join(build([f0, f1]), threshold=threshold)
     assert triples(got) == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 7, 2**63, 2**64 - 1]) | st.integers(0, 2**64 - 1),
+                max_size=300))
+def test_fingerprint_order_is_numpys_stable_argsort(keys):
+    """The index's fingerprint order (duplicates in index order: exact_duplicate
+    finds the lowest identical reference) equals a stable argsort."""
+    from overlap import _index
+
+    k = np.array(keys, dtype=np.uint64)
+    got = _index.stable_argsort_u64(k)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.argsort(k, kind="stable"))
