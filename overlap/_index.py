@@ -103,20 +103,24 @@ def reference_index(
 
 
 def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` as int64, about 5x faster on hashes.
+    """``np.argsort(keys, kind="stable")`` as int64, by numpy's faster default sort.
 
-    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is
-    not stable; equal keys (here: duplicate rows) are few, so only their runs
-    are put back in index order afterwards.
+    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is not
+    stable, so the runs of equal keys (here: duplicate rows) are put back in
+    index order afterwards, by a second default sort of only their elements on
+    a key unique to each: (run number, index).
     """
     order = np.argsort(keys).astype(np.int64, copy=False)
-    if order.shape[0] < 2:
+    n = order.shape[0]
+    if n < 2:
         return order
     sk = keys[order]
     tie = sk[1:] == sk[:-1]
     if tie.any():
+        run = np.concatenate(([0], np.cumsum(~tie)))  # run number of each sorted position
         pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
-        order[pos] = order[pos][np.lexsort((order[pos], sk[pos]))]
+        sub = order[pos]
+        order[pos] = sub[np.argsort(run[pos] * n + sub)]
     return order
 
 
