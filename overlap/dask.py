@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._fields import as_fields, check_compatible
+from ._order import pair_order
 from ._progress import ProgressArg, make_progress
 from ._validation import check_int, check_unit_interval, type_name
 from .dedup import DedupResult, dedup_from_edges
@@ -264,7 +265,7 @@ def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress)
     left = np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False)
     right = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False)
     score = np.concatenate([p[2] for p in parts]).astype(np.float64, copy=False)
-    order = np.lexsort((right, left))
+    order = pair_order(left, right)
     return JoinResult(left[order], right[order], score[order])
 
 

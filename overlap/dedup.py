@@ -10,6 +10,7 @@ from . import _dedup, _index, _search
 from ._progress import ProgressArg, check_progress
 from ._threads import effective_n_threads
 from ._fields import as_fields
+from ._order import pair_order
 from ._validation import check_unit_interval
 from .search import Fields, OverlapIndex
 
@@ -125,7 +126,7 @@ def dedup_from_edges(
     src = np.concatenate([left, right])
     dst = np.concatenate([right, left])
     sc = np.concatenate([score, score])
-    order = np.lexsort((dst, src))
+    order = pair_order(src, dst)
     src, dst, sc = src[order], dst[order], sc[order]
     adj_ptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(src, minlength=n), out=adj_ptr[1:])

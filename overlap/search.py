@@ -12,6 +12,7 @@ import numpy as np
 
 from . import _bitslice_index, _index, _search
 from ._fields import as_fields, check_compatible
+from ._order import pair_order
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._search import MAX_QUERY_TOKENS, MAX_ROW_MASS
@@ -309,7 +310,7 @@ class OverlapIndex:
         else:
             left = right = np.zeros(0, dtype=np.int64)
             score = np.zeros(0, dtype=np.float64)
-        order = np.lexsort((right, left))
+        order = pair_order(left, right)
         return JoinResult(left[order], right[order], score[order])
 
 

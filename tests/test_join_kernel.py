@@ -261,3 +261,29 @@ def test_fingerprint_order_is_numpys_stable_argsort(keys):
     got = _index.stable_argsort_u64(k)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, np.argsort(k, kind="stable"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(-3, 40), st.integers(-3, 40)), max_size=200),
+       st.sampled_from([np.int64, np.int32, np.uint64]), st.booleans())
+def test_pair_order_is_lexsort(pairs, dtype, huge):
+    """The join's and dedup's pair order equals np.lexsort, duplicates included;
+    negative values, and values whose combined key would overflow, take the
+    lexsort path."""
+    from overlap._order import pair_order
+
+    a = np.array([p[0] for p in pairs], dtype=np.int64)
+    b = np.array([p[1] for p in pairs], dtype=np.int64)
+    if dtype is np.uint64:
+        a, b = np.abs(a), np.abs(b)
+    a, b = a.astype(dtype), b.astype(dtype)
+    if huge and len(pairs) and dtype is not np.int32:
+        b[0] = np.iinfo(np.int64).max  # forces the fallback
+    np.testing.assert_array_equal(pair_order(a, b), np.lexsort((b, a)))
+
+
+def test_pair_order_refuses_mismatched_arrays():
+    from overlap._order import pair_order
+
+    with pytest.raises(ValueError, match="pair_order"):
+        pair_order(np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64))

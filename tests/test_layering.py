@@ -32,6 +32,7 @@ RANK = {"kernel": 0, "core": 1, "dask": 2, "app": 2, "cli": 3}
 LAYERS = {
     "overlap": "core",
     "overlap._index": "core",
+    "overlap._order": "core",
     "overlap._threads": "core",
     "overlap._validation": "core",
     "overlap._progress": "core",
