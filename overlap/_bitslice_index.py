@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from . import _bitslice, _index, _search
+from ._order import lex_order
 
 #: ``None`` chooses by cost; ``"bitslice"`` or ``"postings"`` forces a path
 #: wherever the bit-sliced kernel supports the call (tests run both).  The
@@ -92,8 +93,7 @@ def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     nw = -(-(-(-n // 64)) // blk) * blk
     sizes = np.stack([ts.sizes for ts in fields])  # (F, n)
     # renumber by size: field 0, then the others, then the original index
-    order = np.lexsort((np.arange(n),) + tuple(sizes[f] for f in range(nf - 1, -1, -1)))
-    order = np.ascontiguousarray(order, dtype=np.int64)
+    order = np.ascontiguousarray(lex_order(*sizes), dtype=np.int64)
     rank = np.empty(n, dtype=np.int32)
     rank[order] = np.arange(n, dtype=np.int32)
     zs = np.ascontiguousarray(np.minimum(sizes[:, order], _INT32_MAX).astype(np.int32).ravel())

@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _search
+from ._order import stable_argsort_u64
 
 #: Stored tokens (all fields) from which the fields' vocabularies are built side
 #: by side on several threads.
@@ -100,28 +101,6 @@ def reference_index(
         coll.records(n_threads),
         n_threads,
     )
-
-
-def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` as int64, by numpy's faster default sort.
-
-    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is not
-    stable, so the runs of equal keys (here: duplicate rows) are put back in
-    index order afterwards, by a second default sort of only their elements on
-    a key unique to each: (run number, index).
-    """
-    order = np.argsort(keys).astype(np.int64, copy=False)
-    n = order.shape[0]
-    if n < 2:
-        return order
-    sk = keys[order]
-    tie = sk[1:] == sk[:-1]
-    if tie.any():
-        run = np.concatenate(([0], np.cumsum(~tie)))  # run number of each sorted position
-        pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
-        sub = order[pos]
-        order[pos] = sub[np.argsort(run[pos] * n + sub)]
-    return order
 
 
 def coll_fingerprints(coll: _search.Collection) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Ordering helpers shared by the join, the Dask layer and dedup."""
+"""Ordering helpers shared by the indexes, the join, the Dask layer and dedup."""
 
 from __future__ import annotations
 
@@ -7,26 +7,70 @@ import numpy as np
 _INT64_MAX = np.iinfo(np.int64).max
 
 
-def pair_order(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """``np.lexsort((second, first))``: pairs by ``first``, then ``second``, stably.
+def lex_order(*keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort(keys[::-1])``: rows by the first key, then the next, ..., stably.
 
-    For non-negative integers whose combined key ``first * (max(second) + 1) +
-    second`` fits in int64 (every join result: ids below 2**31), one stable
-    argsort of that key gives the same permutation, 40-100x faster on a join's
-    nearly sorted output (178k pairs of the W train self-join: 0.2 ms against
-    19 ms).  Anything else falls back to ``np.lexsort``.
+    When every key holds non-negative integers and the combined key (the keys
+    and then the row index, mixed-radix) fits in int64, one sort of that key
+    gives the same permutation: the keys are unique, so numpy's default sort
+    (SIMD where the CPU has it, not stable) cannot reorder ties.  That is 6x
+    (two size keys of 76k rows: 1.4 against 8.8 ms) to 40x (a join's 178k
+    nearly sorted pairs: 0.5 against 19 ms) faster than ``np.lexsort``, which
+    anything else falls back to.
     """
-    first = np.asarray(first)
-    second = np.asarray(second)
+    if not keys:
+        raise ValueError("lex_order: at least one key")
+    keys = tuple(np.asarray(k) for k in keys)
+    n = keys[0].shape[0] if keys[0].ndim == 1 else -1
+    if any(k.ndim != 1 or k.shape[0] != n for k in keys):
+        raise ValueError("lex_order: the keys must be 1-D and of one length")
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    if all(k.dtype.kind in "iu" for k in keys):
+        widths, total = [], n
+        for k in keys:
+            lo, hi = int(k.min()), int(k.max())
+            if lo < 0:
+                break
+            widths.append(hi + 1)
+            total *= hi + 1
+        else:
+            if total - 1 <= _INT64_MAX:
+                combined = np.zeros(n, dtype=np.int64)
+                for k, w in zip(keys, widths):
+                    combined *= np.int64(w)
+                    combined += k.astype(np.int64)
+                combined *= np.int64(n)
+                combined += np.arange(n, dtype=np.int64)
+                return np.argsort(combined)
+    return np.lexsort(keys[::-1])
+
+
+def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` as int64, by numpy's faster default sort.
+
+    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is not
+    stable, so the runs of equal keys (here: duplicate rows) are put back in
+    index order afterwards, by a second default sort of only their elements on
+    a key unique to each: (run number, index).
+    """
+    order = np.argsort(keys).astype(np.int64, copy=False)
+    n = order.shape[0]
+    if n < 2:
+        return order
+    sk = keys[order]
+    tie = sk[1:] == sk[:-1]
+    if tie.any():
+        run = np.concatenate(([0], np.cumsum(~tie)))  # run number of each sorted position
+        pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+        sub = order[pos]
+        order[pos] = sub[np.argsort(run[pos] * n + sub)]
+    return order
+
+
+def pair_order(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Pairs by ``first``, then ``second``, stably (``np.lexsort((second, first))``)."""
+    first, second = np.asarray(first), np.asarray(second)
     if first.shape != second.shape or first.ndim != 1:
         raise ValueError("pair_order: first and second must be 1-D and of one length")
-    if first.size == 0:
-        return np.zeros(0, dtype=np.intp)
-    if first.dtype.kind in "iu" and second.dtype.kind in "iu":
-        f_lo, f_hi = int(first.min()), int(first.max())
-        s_lo, s_hi = int(second.min()), int(second.max())
-        width = s_hi + 1
-        if f_lo >= 0 and s_lo >= 0 and f_hi * width + s_hi <= _INT64_MAX:
-            key = first.astype(np.int64) * np.int64(width) + second.astype(np.int64)
-            return np.argsort(key, kind="stable")
-    return np.lexsort((second, first))
+    return lex_order(first, second)

@@ -10,7 +10,7 @@ from . import _dedup, _index, _search
 from ._progress import ProgressArg, check_progress
 from ._threads import effective_n_threads
 from ._fields import as_fields
-from ._order import pair_order
+from ._order import pair_order, stable_argsort_u64
 from ._validation import check_unit_interval
 from .search import Fields, OverlapIndex
 
@@ -159,7 +159,7 @@ def exact_duplicates(units: Fields, *, n_threads: int | None = None) -> np.ndarr
     if n < 2:
         return label
     fp = _index.collection(fields, nt).fingerprints
-    order = np.lexsort((np.arange(n), fp))
+    order = stable_argsort_u64(fp)
     sfp = fp[order]
     run_start = np.ones(n, dtype=bool)
     run_start[1:] = sfp[1:] != sfp[:-1]

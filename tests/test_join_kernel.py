@@ -255,10 +255,10 @@ def test_self_join_driven_by_another_field(threshold):
 def test_fingerprint_order_is_numpys_stable_argsort(keys):
     """The index's fingerprint order (duplicates in index order: exact_duplicate
     finds the lowest identical reference) equals a stable argsort."""
-    from overlap import _index
+    from overlap._order import stable_argsort_u64
 
     k = np.array(keys, dtype=np.uint64)
-    got = _index.stable_argsort_u64(k)
+    got = stable_argsort_u64(k)
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, np.argsort(k, kind="stable"))
 
@@ -280,6 +280,23 @@ def test_pair_order_is_lexsort(pairs, dtype, huge):
     if huge and len(pairs) and dtype is not np.int32:
         b[0] = np.iinfo(np.int64).max  # forces the fallback
     np.testing.assert_array_equal(pair_order(a, b), np.lexsort((b, a)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 3).flatmap(lambda nk: st.lists(
+    st.tuples(*[st.integers(-2, 70) for _ in range(nk)]), max_size=150)),
+    st.booleans())
+def test_lex_order_is_lexsort(rows, huge):
+    """The size order of the bit-sliced index (and any key order): np.lexsort."""
+    from overlap._order import lex_order
+
+    if not rows:
+        assert lex_order(np.zeros(0, dtype=np.int64)).shape == (0,)
+        return
+    keys = [np.array(col, dtype=np.int64) for col in zip(*rows)]
+    if huge:
+        keys[-1][0] = np.iinfo(np.int64).max // 2  # the combined key would overflow
+    np.testing.assert_array_equal(lex_order(*keys), np.lexsort(keys[::-1]))
 
 
 def test_pair_order_refuses_mismatched_arrays():
