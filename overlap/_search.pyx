@@ -76,6 +76,10 @@ cdef enum:
     STATE_BATCH = 16
 
 cdef enum:
+    # postings at least this long are sorted one per grab (sort_postings)
+    SORT_LONG_POSTING = 2048
+
+cdef enum:
     # size groups of a posting whose first entries a walk asks for up front
     PREFETCH_GROUPS = 16
     # candidates whose records bucket_candidates asks for
@@ -2269,35 +2273,43 @@ cdef sort_postings(const int64_t[::1] ptr, Entry* ent, int32_t* psuf, uint32_t* 
     for v in range(V):
         if ptr[v + 1] - ptr[v] > longest:
             longest = ptr[v + 1] - ptr[v]
+    cdef int phase
     with nogil, parallel(num_threads=n_threads):
         # room for the longest posting (its pages are touched only as far as
         # the longest size group that needs reordering)
         buf = <GroupEntry*>malloc(longest * sizeof(GroupEntry))
         try:
-            for v in prange(V, schedule="dynamic", chunksize=256):
-                a = ptr[v]
-                end = ptr[v + 1]
-                best = 0
-                while a < end:
-                    z = ent[a].size
-                    top = psuf[a]
-                    in_order = True
-                    b = a + 1
-                    while b < end and ent[b].size == z:
-                        if psuf[b] > psuf[b - 1]:
-                            in_order = False
-                        if psuf[b] > top:
-                            top = psuf[b]
-                        b = b + 1
-                    if top > best:
-                        best = top
-                    if not in_order:
-                        if buf == NULL:
-                            failed += 1
-                            break
-                        sort_size_group(ent, psuf, pcnt, a, b, top, buf)
-                    a = b
-                mx[v] = best
+            # two passes: the long postings one at a time first, then the rest
+            # 256 at a time.  Frequent tokens get low ids (first seen), so in
+            # one pass of 256-token chunks the first chunk held most of the
+            # work and one thread sorted it alone.
+            for phase in range(2):
+                for v in prange(V, schedule="dynamic", chunksize=1 if phase == 0 else 256):
+                    if (ptr[v + 1] - ptr[v] >= SORT_LONG_POSTING) != (phase == 0):
+                        continue
+                    a = ptr[v]
+                    end = ptr[v + 1]
+                    best = 0
+                    while a < end:
+                        z = ent[a].size
+                        top = psuf[a]
+                        in_order = True
+                        b = a + 1
+                        while b < end and ent[b].size == z:
+                            if psuf[b] > psuf[b - 1]:
+                                in_order = False
+                            if psuf[b] > top:
+                                top = psuf[b]
+                            b = b + 1
+                        if top > best:
+                            best = top
+                        if not in_order:
+                            if buf == NULL:
+                                failed += 1
+                                break
+                            sort_size_group(ent, psuf, pcnt, a, b, top, buf)
+                        a = b
+                    mx[v] = best
         finally:
             free(buf)
     if failed:

@@ -195,12 +195,27 @@ def test_index_build_is_the_same_for_every_thread_count(shape, multiset):
 def test_postings_are_ordered_by_size_then_suffix_mass_then_reference(sizes):
     """Every posting lists its entries by (size ascending, suffix mass descending,
     reference ascending), whichever sort ordered the rows by size."""
-    from overlap import _index
-
     rng = np.random.default_rng(len(sizes))
     rows = [rng.choice(4000, z, replace=False) % 4000 for z in sizes]
-    ts = TokenSets.from_ids([r.tolist() for r in rows])
-    ri = _index.reference_index((ts,), _index.collection((ts,), 1), 1)
+    _check_posting_order(TokenSets.from_ids([r.tolist() for r in rows]), 1)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_long_postings_are_ordered_too(n_threads):
+    """Postings of thousands of entries (sorted one per grab, before the short
+    ones): the same order from the definition, on any number of threads."""
+    rng = np.random.default_rng(5)
+    rows = [sorted(set((rng.zipf(1.5, rng.integers(1, 9)) % 60).tolist())) for _ in range(6000)]
+    ts = TokenSets.from_ids(rows)
+    df = np.bincount(np.concatenate([np.array(r, dtype=np.int64) for r in rows]))
+    assert df.max() >= 2048 and (df >= 2048).sum() >= 2  # several long postings
+    _check_posting_order(ts, n_threads)
+
+
+def _check_posting_order(ts, n_threads):
+    from overlap import _index
+
+    ri = _index.reference_index((ts,), _index.collection((ts,), n_threads), n_threads)
     ent = ri.entries
     # the suffix masses from the definition: rank tokens rarest first, ties by hash
     df = {}
