@@ -65,7 +65,7 @@ def _betaincc_fallback(a, b, x):
     x = np.asarray(x, dtype=np.float64)
     lower = special.betainc(a, b, x)
     upper = special.betainc(b, a, 1 - x)
-    return np.where(lower < 0.5, 1.0 - lower, upper)
+    return np.where(lower < 0.5, 1.0 - lower, upper)[()]  # scalars stay scalars, as betainc
 
 
 vecdot = np.vecdot if hasattr(np, "vecdot") else _vecdot_fallback
