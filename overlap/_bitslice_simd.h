@@ -202,12 +202,13 @@ BS_COUNT_GE_BODY(BS_PORTABLE_T, BS_PORTABLE_LANES)
 #define BS_HAVE_X86_DISPATCH 1
 #include <immintrin.h>
 
-/* AVX2 in intrinsics: GCC 12 lowers the generic-vector bodies badly for this
- * target (planes and comparison state bounce through the stack), which made
- * this variant slower than the portable one.  Same algorithm, two slices of
- * four words. */
-/* One slice of four words for a plane count B known at compile time (the
- * switch below), so that the planes stay in registers. */
+/* AVX2 in intrinsics, the same algorithm as BS_ADD_ROWS_BODY and
+ * BS_COUNT_GE_BODY in two slices of four words.  GCC 12 lowers the generic
+ * count_ge body badly for this target (the comparison state bounces through
+ * the stack: slower than portable); the generic add_rows specialised per plane
+ * count (BS_DEFINE_ADD_ROWS with bs_v4) measured 5-10% slower than this one on
+ * W, so both stay in intrinsics.  bs_add_rows_avx2_b is one plane count B known
+ * at compile time (the switch below), so that the planes stay in registers. */
 __attribute__((target("avx2"), always_inline))
 static inline void bs_add_rows_avx2_b(const uint64_t* const* rows, int n, int64_t w0,
                                       const int b, uint64_t* P)
