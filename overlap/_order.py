@@ -35,7 +35,9 @@ def lex_order(*keys: np.ndarray) -> np.ndarray:
             widths.append(hi + 1)
             total *= hi + 1
         else:
-            if total - 1 <= _INT64_MAX:
+            # every width and the combined key's range itself must fit int64
+            # (one pair (0, 2**63 - 1) has total - 1 = 2**63 - 1 but width 2**63)
+            if total <= _INT64_MAX:
                 combined = np.zeros(n, dtype=np.int64)
                 for k, w in zip(keys, widths):
                     combined *= np.int64(w)
