@@ -106,10 +106,9 @@ def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     voff = 0
     row_base = 0
     rbase = 0
-    for ts, (vocab, inverse, table_keys, table_ids) in zip(
+    for ts, (vocab, inverse, table_keys, table_ids, df) in zip(
             fields, _index.vocabularies(fields, n_threads)):
         nv = vocab.shape[0]
-        df = np.bincount(inverse, minlength=nv)
         freq = frequent_tokens(df, n, ts.nnz, nw)
         drow = np.full(nv, -1, dtype=np.int64)
         drow[freq] = np.arange(freq.shape[0], dtype=np.int64)

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _search
-from ._order import stable_argsort_u64
+from ._order import count_key_order, stable_argsort_u64
 
 #: Stored tokens (all fields) from which the fields' vocabularies are built side
 #: by side on several threads.
@@ -62,13 +62,12 @@ def reference_index(
     tkeys, tids, ranks, dfs = [], [], [], []
     toff = [0]
     nv_total = 0
-    for vocab, inv, table_keys, table_ids in tables:
+    for vocab, inv, table_keys, table_ids, df in tables:
         nv = vocab.shape[0]
-        df = np.bincount(inv, minlength=nv)
         if nv_total:
             inv += nv_total  # the field's ids follow the previous fields'
         rank = np.empty(nv, dtype=np.int64)
-        rank[np.lexsort((vocab, df))] = np.arange(nv)
+        rank[count_key_order(df, vocab)] = np.arange(nv)
         ranks.append(rank)
         dfs.append(df)
         tkeys.append(table_keys)
@@ -119,20 +118,25 @@ def max_mass(fields: tuple) -> int:
 def vocabularies(fields: tuple, n_threads: int = 1, out: np.ndarray | None = None) -> list:
     """``_search.vocab_table`` of every field's hashes (ids from 0 in each field).
 
-    With ``out`` (int64, as long as all fields' tokens together) field ``f``'s
-    ids are written into its slice of ``out``, fields one after the other.
-    The fields are built side by side on up to ``n_threads`` threads (the
-    table is built without the GIL); the result does not depend on it.
+    Each item is ``(keys, inverse, tkeys, tids, df)``.  With ``out`` (int64,
+    as long as all fields' tokens together) field ``f``'s ids are written into
+    its slice of ``out``, fields one after the other.  Several fields are
+    built side by side, one field's tokens in chunks on the threads left
+    (the table is built without the GIL); the result does not depend on
+    ``n_threads``.
     """
     slices, pos = [], 0
     for ts in fields:
         slices.append(None if out is None else out[pos:pos + ts.nnz])
         pos += ts.nnz
 
-    def one(f: int):
-        return _search.vocab_table(fields[f].hashes, slices[f])
+    side = min(len(fields), n_threads) if pos >= PARALLEL_VOCAB else 1
+    each = max(1, n_threads // side)
 
-    if n_threads > 1 and len(fields) > 1 and pos >= PARALLEL_VOCAB:
-        with ThreadPoolExecutor(min(len(fields), n_threads)) as pool:
+    def one(f: int):
+        return _search.vocab_table(fields[f].hashes, slices[f], each)
+
+    if side > 1:
+        with ThreadPoolExecutor(side) as pool:
             return list(pool.map(one, range(len(fields))))
     return [one(f) for f in range(len(fields))]

@@ -76,3 +76,22 @@ def pair_order(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     if first.shape != second.shape or first.ndim != 1:
         raise ValueError("pair_order: first and second must be 1-D and of one length")
     return lex_order(first, second)
+
+
+def count_key_order(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """``np.lexsort((keys, counts))``: by count, ties by key (uint64 hashes).
+
+    The vocabulary's scan order (rarest first, ties by hash).  Its keys are
+    distinct, so one sort by key and one by count (each row's position in
+    the key order breaking ties, see :func:`lex_order`) give the same
+    permutation in a third of the time (0.46 against 1.35 ms for the 17k
+    tokens of W's train contexts); equal keys fall back to ``np.lexsort``.
+    """
+    counts, keys = np.asarray(counts), np.asarray(keys)
+    if counts.shape != keys.shape or counts.ndim != 1:
+        raise ValueError("count_key_order: counts and keys must be 1-D and of one length")
+    by_key = np.argsort(keys)
+    sk = keys[by_key]
+    if sk.shape[0] > 1 and (sk[1:] == sk[:-1]).any():
+        return np.lexsort((keys, counts))
+    return by_key[lex_order(counts[by_key])]

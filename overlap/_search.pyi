@@ -107,11 +107,14 @@ def build_postings(
     n_threads: int,
 ) -> tuple[NDArray[np.void], NDArray[np.int32], NDArray[np.uint32], NDArray[np.int32]]: ...
 def size_groups(
-    pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int
+    pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int, n_threads: int = 1
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]: ...
 def vocab_table(
-    hashes: NDArray[np.uint64], out: NDArray[np.int64] | None = None
-) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64]]: ...
+    hashes: NDArray[np.uint64], out: NDArray[np.int64] | None = None, n_threads: int = 1
+) -> tuple[
+    NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64],
+    NDArray[np.int64],
+]: ...
 def reference_records(
     ip: NDArray[np.int64], h: NDArray[np.uint64], sz: NDArray[np.int64], n_fields: int, n: int,
     n_threads: int,

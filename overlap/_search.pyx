@@ -284,7 +284,7 @@ cdef class ReferenceIndex:
         self.x.fps = &fps[0] if fps.shape[0] else NULL
         self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
         self.x.nfp = fps.shape[0]
-        gptr, gsize, gstart = size_groups(pptr, entries["size"], GROUPED_POSTING)
+        gptr, gsize, gstart = size_groups(pptr, entries["size"], GROUPED_POSTING, n_threads)
         grp = group_records(gsize, gstart, psuf)
         self.groups = (gptr, grp["size"], grp["start"], grp["top"])
         self.x.grp = <const Group*>cnp.PyArray_DATA(grp) if grp.shape[0] else NULL
@@ -1936,32 +1936,48 @@ cdef enum:
     SCATTER_CHUNKS = 4
     # stored tokens below which the scatter runs serially
     SCATTER_MIN_TOKENS = 65536
+    # hashes below which vocab_table numbers them on one thread
+    PARALLEL_VOCAB_TOKENS = 65536
 
 
-ctypedef struct RankedEntry:
-    int64_t rank
-    int64_t pos
+cdef inline void sort_u64_desc(uint64_t* a, int64_t n) noexcept nogil:
+    """Sort descending, in place: a shell sort (gaps 3h + 1), no comparison callbacks.
 
-
-cdef int cmp_ranked_desc(const void* a, const void* b) noexcept nogil:
-    cdef int64_t x = (<const RankedEntry*>a).rank, y = (<const RankedEntry*>b).rank
-    return (x < y) - (x > y)
+    For the rows longer than SHORT_ROW (a few dozen to a few thousand
+    tokens), where libc's qsort spent most of its time calling the comparison.
+    """
+    cdef int64_t h = 1, i, j
+    cdef uint64_t v
+    while h < n // 3:
+        h = 3 * h + 1
+    while h >= 1:
+        for i in range(h, n):
+            v = a[i]
+            j = i
+            while j >= h and a[j - h] < v:
+                a[j] = a[j - h]
+                j -= h
+            a[j] = v
+        h = h // 3
 
 
 cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uint32_t* cnt,
-                              int64_t L, int32_t* suf, RankedEntry* buf) noexcept nogil:
+                              int64_t L, int32_t* suf, uint64_t* buf) noexcept nogil:
     """Suffix mass of every token of one row, capped at 2**31 - 1.
 
     A token's suffix mass is the mass (count, or 1 for sets) of the row's
     tokens ranked at or after it.  The ranks of one row are distinct (its
-    tokens are).  Short rows count, in L * L steps; longer ones sort (``buf``:
-    room for ``L`` entries).  ``cnt`` is NULL for sets.
+    tokens are) and below 2**31 (build_postings checks), the row shorter
+    than 2**32.  Short rows count, in L * L steps on 32-bit ranks (SIMD
+    compares on any x86-64); longer ones sort (rank, position) keys
+    (``buf``: room for ``L`` keys).  ``cnt`` is NULL for sets.
     """
-    cdef int64_t rk[SHORT_ROW]
-    cdef int64_t m, j, acc, x
+    cdef int32_t rk[SHORT_ROW]
+    cdef int64_t m, j, acc
+    cdef int32_t x
     if L <= SHORT_ROW:
         for m in range(L):
-            rk[m] = rank[inv[m]]
+            rk[m] = <int32_t>rank[inv[m]]
         for m in range(L):
             acc = 0
             x = rk[m]
@@ -1974,13 +1990,13 @@ cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uin
             suf[m] = <int32_t>(acc if acc < 2147483647 else 2147483647)
         return
     for m in range(L):
-        buf[m].rank = rank[inv[m]]
-        buf[m].pos = m
-    qsort(buf, L, sizeof(RankedEntry), cmp_ranked_desc)
+        buf[m] = (<uint64_t>rank[inv[m]] << 32) | <uint64_t>m
+    sort_u64_desc(buf, L)
     acc = 0
     for m in range(L):
-        acc = acc + (cnt[buf[m].pos] if cnt != NULL else 1)
-        suf[buf[m].pos] = <int32_t>(acc if acc < 2147483647 else 2147483647)
+        j = <int64_t>(buf[m] & <uint64_t>0xFFFFFFFFULL)
+        acc = acc + (cnt[j] if cnt != NULL else 1)
+        suf[j] = <int32_t>(acc if acc < 2147483647 else 2147483647)
 
 
 ctypedef struct GroupEntry:
@@ -1997,7 +2013,7 @@ cdef int cmp_group_entries(const void* a, const void* b) noexcept nogil:
 cdef inline int scatter_row(const int64_t* inv, const uint32_t* cnt, int64_t L, int32_t r,
                             int32_t z, const int64_t* rank, const int64_t* ptr, int64_t V,
                             int64_t* fill, Entry* ent, int32_t* psuf,
-                            uint32_t* pcnt, int64_t room, RankedEntry* rbuf,
+                            uint32_t* pcnt, int64_t room, uint64_t* rbuf,
                             int32_t* sbuf) noexcept nogil:
     """Append the entries of reference ``r`` (its ``L`` tokens) to their postings.
 
@@ -2094,6 +2110,14 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
     if nnz != (C.ip[F * (n + 1) - 1] if F else 0) or rank.shape[0] != V or (
             V and ptr[V] != nnz):
         raise ValueError("overlap index: token tables of different lengths")
+    # the suffix masses compare ranks as 32-bit integers (row_suffixes)
+    if V > lim:
+        raise ValueError(f"overlap index: at most {lim} distinct tokens are supported, got {V}")
+    if max_row < 0 or max_row > lim:
+        raise ValueError(f"overlap index: rows of at most {lim} tokens are supported")
+    for v in range(V):
+        if rank[v] < 0 or rank[v] >= V:
+            raise ValueError("overlap index: a token's rank is out of range")
     cdef bint bags = C.c != NULL
     cdef const int64_t* ip = C.ip
     cdef const uint32_t* cnt = C.c
@@ -2130,7 +2154,7 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
     cdef int64_t[::1] fv = fill
     cdef int64_t* fp = &fv[0] if V else NULL
     cdef int64_t acc, w, seen
-    cdef RankedEntry* rbuf
+    cdef uint64_t* rbuf
     cdef int32_t* sbuf
     cdef int bad = 0, failed = 0
     with nogil:
@@ -2178,7 +2202,7 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
             rbuf = NULL
             sbuf = NULL
             if max_row > SHORT_ROW:
-                rbuf = <RankedEntry*>malloc(sizeof(RankedEntry) * max_row)
+                rbuf = <uint64_t*>malloc(sizeof(uint64_t) * max_row)
                 sbuf = <int32_t*>malloc(sizeof(int32_t) * max_row)
             try:
                 for c in prange(n_chunks, schedule="dynamic", chunksize=1):
@@ -2317,16 +2341,18 @@ cdef sort_postings(const int64_t[::1] ptr, Entry* ent, int32_t* psuf, uint32_t* 
     return maxe
 
 
-def size_groups(const int64_t[::1] pptr, const int32_t[:] psize, int64_t min_length):
+def size_groups(const int64_t[::1] pptr, const int32_t[:] psize, int64_t min_length,
+                int n_threads=1):
     """A directory of the size groups of every posting longer than ``min_length``.
 
     Postings are sorted by reference size (see sort_postings).  Returns
     ``(gptr, gsize, gstart)``: posting ``v``'s groups are ``gptr[v]:gptr[v+1]``
     (none for short postings), group ``g`` holds the entries of size
     ``gsize[g]`` from ``gstart[g]`` on.  ``psize`` may be strided (the
-    ``size`` field of the Entry records).
+    ``size`` field of the Entry records).  Postings are counted, then
+    filled, on up to ``n_threads`` threads (the same result for any number).
     """
-    cdef int64_t V = pptr.shape[0] - 1, v, p, g = 0
+    cdef int64_t V = pptr.shape[0] - 1, v, p, g, acc
     if V < 0 or pptr[0] < 0 or pptr[V] > psize.shape[0]:
         raise ValueError("overlap index: posting boundaries beyond the entries")
     for v in range(V):
@@ -2335,18 +2361,23 @@ def size_groups(const int64_t[::1] pptr, const int32_t[:] psize, int64_t min_len
     gptr = np.zeros(V + 1, dtype=np.int64)
     cdef int64_t[::1] gp = gptr
     with nogil:
-        for v in range(V):
+        # gp[v + 1]: the number of groups of posting v, then summed
+        for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=256):
             if pptr[v + 1] - pptr[v] > min_length:
-                g += 1
+                g = 1
                 for p in range(pptr[v] + 1, pptr[v + 1]):
-                    g += psize[p] != psize[p - 1]
-            gp[v + 1] = g
-    gsize = np.empty(g, dtype=np.int32)
-    gstart = np.empty(g, dtype=np.int64)
+                    g = g + (psize[p] != psize[p - 1])
+                gp[v + 1] = g
+        acc = 0
+        for v in range(V):
+            acc = acc + gp[v + 1]
+            gp[v + 1] = acc
+    gsize = np.empty(acc, dtype=np.int32)
+    gstart = np.empty(acc, dtype=np.int64)
     cdef int32_t[::1] gz = gsize
     cdef int64_t[::1] gs = gstart
     with nogil:
-        for v in range(V):
+        for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=256):
             g = gp[v]
             if gp[v + 1] == g:
                 continue
@@ -2354,128 +2385,239 @@ def size_groups(const int64_t[::1] pptr, const int32_t[:] psize, int64_t min_len
                 if p == pptr[v] or psize[p] != psize[p - 1]:
                     gz[g] = psize[p]
                     gs[g] = p
-                    g += 1
+                    g = g + 1
     return gptr, gsize, gstart
 
 
-cdef int vocab_grow(VocabSlot** table, int64_t* cap, const uint64_t* kv,
-                    int64_t nv) noexcept nogil:
-    """Double the table and re-insert ids 0..nv-1 in id order; 1 when out of memory."""
-    cdef int64_t c = 2 * cap[0], j, slot
+ctypedef struct Vocab:
+    # a growing vocabulary: ids in first-seen order, an open-addressing table of
+    # them (``cap`` slots, a power of two, at most half full) and their counts
+    VocabSlot* table
+    int64_t cap
+    uint64_t* keys      # keys[id]
+    int64_t* counts     # counts[id]: occurrences of the key
+    int64_t kcap        # room of keys and counts
+    int64_t nv          # ids given
+
+
+cdef int vocab_init(Vocab* V) noexcept nogil:
+    """An empty vocabulary of 16 slots; 1 when out of memory (free it with vocab_free)."""
+    cdef int64_t j
+    V.cap = 16
+    V.kcap = 16
+    V.nv = 0
+    V.table = <VocabSlot*>malloc(V.cap * sizeof(VocabSlot))
+    V.keys = <uint64_t*>malloc(V.kcap * sizeof(uint64_t))
+    V.counts = <int64_t*>malloc(V.kcap * sizeof(int64_t))
+    if V.table == NULL or V.keys == NULL or V.counts == NULL:
+        return 1
+    for j in range(V.cap):
+        V.table[j].vid = -1
+    return 0
+
+
+cdef void vocab_free(Vocab* V) noexcept nogil:
+    free(V.table)
+    free(V.keys)
+    free(V.counts)
+    V.table = NULL
+    V.keys = NULL
+    V.counts = NULL
+
+
+cdef int vocab_grow(Vocab* V) noexcept nogil:
+    """Double the table and re-insert ids 0..nv-1 in id order; 1 when out of memory.
+
+    A table filled in id order holds every key where inserting them one by
+    one into a table of its final size would have put them, so the layout
+    depends only on the keys' order.
+    """
+    cdef int64_t c = 2 * V.cap, j, slot
     cdef VocabSlot* t = <VocabSlot*>malloc(c * sizeof(VocabSlot))
     if t == NULL:
         return 1
     for j in range(c):
         t[j].vid = -1
-    for j in range(nv):
-        slot = <int64_t>(fmix64(kv[j]) & <uint64_t>(c - 1))
+    for j in range(V.nv):
+        slot = <int64_t>(fmix64(V.keys[j]) & <uint64_t>(c - 1))
         while t[slot].vid >= 0:
             slot = (slot + 1) & (c - 1)
-        t[slot].key = kv[j]
+        t[slot].key = V.keys[j]
         t[slot].vid = j
-    free(table[0])
-    table[0] = t
-    cap[0] = c
+    free(V.table)
+    V.table = t
+    V.cap = c
     return 0
 
 
-cdef int vocab_fill(const uint64_t* hashes, int64_t nnz, int64_t* inv,
-                    VocabSlot** table, int64_t* cap, uint64_t** keys, int64_t* kcap,
-                    int64_t* n_distinct) noexcept nogil:
-    """Number ``hashes`` in first-seen order into a growing table; 1 when out of memory.
+cdef int64_t vocab_insert(Vocab* V, int64_t slot, uint64_t key, int64_t count) noexcept nogil:
+    """Give ``key`` (absent, ``slot`` its empty probe slot) the next id; -1 when out of memory."""
+    cdef uint64_t* kv
+    cdef int64_t* cv
+    cdef int64_t vid = V.nv
+    if vid == V.kcap:
+        kv = <uint64_t*>realloc(V.keys, 2 * V.kcap * sizeof(uint64_t))
+        if kv == NULL:
+            return -1
+        V.keys = kv
+        cv = <int64_t*>realloc(V.counts, 2 * V.kcap * sizeof(int64_t))
+        if cv == NULL:
+            return -1
+        V.counts = cv
+        V.kcap = 2 * V.kcap
+    V.table[slot].key = key
+    V.table[slot].vid = vid
+    V.keys[vid] = key
+    V.counts[vid] = count
+    V.nv = vid + 1
+    if 2 * V.nv > V.cap and vocab_grow(V):
+        return -1
+    return vid
 
-    ``inv[i]`` gets the id of ``hashes[i]``.
 
-    ``table`` (``cap`` slots) and ``keys`` (room for ``kcap``) start allocated
-    and are replaced as they grow; the caller frees them.  The table is
-    doubled whenever it would be more than half full, so it stays small (and
-    in cache) while most probes find a key already seen.
+cdef int64_t vocab_add(Vocab* V, uint64_t key, int64_t count) noexcept nogil:
+    """The id of ``key`` (a new one when first seen), its count raised by ``count``;
+    -1 when out of memory."""
+    cdef int64_t mask = V.cap - 1, vid
+    cdef int64_t slot = <int64_t>(fmix64(key) & <uint64_t>mask)
+    while True:
+        vid = V.table[slot].vid
+        if vid < 0:
+            return vocab_insert(V, slot, key, count)
+        if V.table[slot].key == key:
+            V.counts[vid] += count
+            return vid
+        slot = (slot + 1) & mask
+
+
+cdef int vocab_fill(Vocab* V, const uint64_t* hashes, int64_t nnz, int64_t* inv) noexcept nogil:
+    """Number ``hashes`` in first-seen order into ``V``; 1 when out of memory.
+
+    ``inv[i]`` gets the id of ``hashes[i]``.  The table is doubled whenever
+    it would be more than half full, so it stays small (and in cache) while
+    most probes find a key already seen.  (vocab_add, with the table's
+    pointers kept in locals between insertions.)
     """
-    cdef int64_t i, slot, vid, nv = 0, c = cap[0]
+    cdef int64_t i, slot, vid, mask = V.cap - 1
     cdef uint64_t key
-    cdef VocabSlot* t = table[0]
-    cdef uint64_t* kv = keys[0]
-    cdef uint64_t* grown
+    cdef VocabSlot* t = V.table
+    cdef int64_t* cnt = V.counts
     for i in range(nnz):
         key = hashes[i]
-        slot = <int64_t>(fmix64(key) & <uint64_t>(c - 1))
+        slot = <int64_t>(fmix64(key) & <uint64_t>mask)
         while True:
             vid = t[slot].vid
             if vid < 0:
-                if nv == kcap[0]:
-                    grown = <uint64_t*>realloc(kv, 2 * kcap[0] * sizeof(uint64_t))
-                    if grown == NULL:
-                        n_distinct[0] = nv
-                        return 1
-                    kv = grown
-                    keys[0] = kv
-                    kcap[0] = 2 * kcap[0]
-                t[slot].vid = nv
-                t[slot].key = key
-                kv[nv] = key
-                inv[i] = nv
-                nv += 1
+                vid = vocab_insert(V, slot, key, 1)
+                if vid < 0:
+                    return 1
+                t = V.table
+                cnt = V.counts
+                mask = V.cap - 1
                 break
             if t[slot].key == key:
-                inv[i] = vid
+                cnt[vid] += 1
                 break
-            slot = (slot + 1) & (c - 1)
-        if 2 * nv > c:
-            # keep the table at most half full
-            if vocab_grow(table, cap, kv, nv):
-                n_distinct[0] = nv
-                return 1
-            t = table[0]
-            c = cap[0]
-    n_distinct[0] = nv
+            slot = (slot + 1) & mask
+        inv[i] = vid
     return 0
 
 
-def vocab_table(const uint64_t[::1] hashes, out=None):
-    """Distinct hashes in first-seen order, and an open-addressing table of them.
+def vocab_table(const uint64_t[::1] hashes, out=None, int n_threads=1):
+    """Distinct hashes in first-seen order, their counts, and a table of them.
 
-    Returns ``(keys, inverse, tkeys, tids)``: ``keys[v]`` is vocabulary id ``v``'s
-    hash, ``inverse`` the id of every input hash (written into ``out``, an
-    int64 array as long as ``hashes``, when given); the table (``tkeys[s]``,
-    ``tids[s]``; a power of two of at least 16 slots, the smallest at most half
-    full; -1 marks an empty slot) maps a hash to its id by linear probing.
+    Returns ``(keys, inverse, tkeys, tids, counts)``: ``keys[v]`` is vocabulary
+    id ``v``'s hash and ``counts[v]`` how often it occurs, ``inverse`` the id of
+    every input hash (written into ``out``, an int64 array as long as
+    ``hashes``, when given); the table (``tkeys[s]``, ``tids[s]``; a power of
+    two of at least 16 slots, the smallest at most half full; -1 marks an
+    empty slot) maps a hash to its id by linear probing.
+
+    With ``n_threads`` > 1 and at least PARALLEL_VOCAB_TOKENS hashes, each
+    thread numbers one contiguous chunk, then the chunks' vocabularies are
+    merged in chunk order and their ids rewritten: the same ids, table and
+    counts as one thread.
     """
-    cdef int64_t nnz = hashes.shape[0], cap = 16, kcap = 16, nv = 0, j
+    cdef int64_t nnz = hashes.shape[0], j, i, vid
     inverse = np.empty(nnz, dtype=np.int64) if out is None else out
     cdef int64_t[::1] inv = inverse
     if inv.shape[0] != nnz:
         raise ValueError("vocab_table: out must be as long as hashes")
-    cdef VocabSlot* table = <VocabSlot*>malloc(cap * sizeof(VocabSlot))
-    cdef uint64_t* kv = <uint64_t*>malloc(kcap * sizeof(uint64_t))
-    cdef int failed = table == NULL or kv == NULL
+    if n_threads < 1:
+        raise ValueError(f"vocab_table: n_threads must be at least 1, got {n_threads}")
+    cdef int P = n_threads if nnz >= PARALLEL_VOCAB_TOKENS else 1, c
+    cdef int64_t* cut = <int64_t*>calloc(P + 1, sizeof(int64_t))
+    cdef Vocab* vs = <Vocab*>calloc(P, sizeof(Vocab))
+    cdef int64_t** remap = <int64_t**>calloc(P, sizeof(int64_t*))
+    cdef int failed = cut == NULL or vs == NULL or remap == NULL
+    cdef const uint64_t* hp = &hashes[0] if nnz else NULL
+    cdef int64_t* ip = &inv[0] if nnz else NULL
+    cdef Vocab* G
     cdef uint64_t[::1] kout
     cdef uint64_t[::1] tk
     cdef int64_t[::1] ti
+    cdef int64_t[::1] co
     try:
         if not failed:
-            for j in range(cap):
-                table[j].vid = -1
+            for c in range(P + 1):
+                cut[c] = nnz * c // P
             with nogil:
-                failed = vocab_fill(&hashes[0] if nnz else NULL, nnz, &inv[0] if nnz else NULL,
-                                    &table, &cap, &kv, &kcap, &nv)
+                # one chunk a thread: more would add their distinct keys to the merge
+                for c in prange(P, num_threads=P, schedule="dynamic", chunksize=1):
+                    if vocab_init(&vs[c]) or vocab_fill(&vs[c], hp + cut[c],
+                                                        cut[c + 1] - cut[c], ip + cut[c]):
+                        failed += 1
+                # chunk 0's vocabulary becomes the whole one: the keys a later
+                # chunk sees first get the next ids, in that chunk's order
+                G = &vs[0]
+                for c in range(1, P):
+                    if failed:
+                        break
+                    remap[c] = <int64_t*>malloc((vs[c].nv if vs[c].nv else 1) * sizeof(int64_t))
+                    if remap[c] == NULL:
+                        failed = 1
+                        break
+                    for j in range(vs[c].nv):
+                        vid = vocab_add(G, vs[c].keys[j], vs[c].counts[j])
+                        if vid < 0:
+                            failed = 1
+                            break
+                        remap[c][j] = vid
+                if not failed and P > 1:
+                    with parallel(num_threads=P):
+                        for c in range(1, P):
+                            for i in prange(cut[c], cut[c + 1], schedule="dynamic",
+                                            chunksize=16384):
+                                ip[i] = remap[c][ip[i]]
         if failed:
             raise MemoryError("overlap index: out of memory for the vocabulary")
-        keys = np.empty(nv, dtype=np.uint64)
-        tkeys = np.empty(cap, dtype=np.uint64)
-        tids = np.empty(cap, dtype=np.int64)
+        G = &vs[0]
+        keys = np.empty(G.nv, dtype=np.uint64)
+        counts = np.empty(G.nv, dtype=np.int64)
+        tkeys = np.empty(G.cap, dtype=np.uint64)
+        tids = np.empty(G.cap, dtype=np.int64)
         kout = keys
+        co = counts
         tk = tkeys
         ti = tids
         with nogil:
-            for j in range(nv):
-                kout[j] = kv[j]
-            for j in range(cap):
-                tk[j] = table[j].key if table[j].vid >= 0 else 0
-                ti[j] = table[j].vid
-        return keys, inverse, tkeys, tids
+            for j in range(G.nv):
+                kout[j] = G.keys[j]
+                co[j] = G.counts[j]
+            for j in range(G.cap):
+                tk[j] = G.table[j].key if G.table[j].vid >= 0 else 0
+                ti[j] = G.table[j].vid
+        return keys, inverse, tkeys, tids, counts
     finally:
-        free(table)
-        free(kv)
+        if vs != NULL:
+            for c in range(P):
+                vocab_free(&vs[c])
+        if remap != NULL:
+            for c in range(P):
+                free(remap[c])
+        free(vs)
+        free(remap)
+        free(cut)
 
 
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,

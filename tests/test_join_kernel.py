@@ -212,6 +212,63 @@ def test_long_postings_are_ordered_too(n_threads):
     _check_posting_order(ts, n_threads)
 
 
+ROW_LENGTHS = st.one_of(st.integers(0, 6), st.sampled_from([31, 32, 33, 34]), st.integers(0, 90))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(ROW_LENGTHS, min_size=1, max_size=30), st.integers(0, 2**32 - 1),
+       st.booleans(), st.sampled_from([1, 2, 3]))
+def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multiset, n_threads):
+    """Every entry's reference, size, suffix mass and count, from the definition:
+    rows of 0 to 90 distinct tokens (both sides of the 32-token switch from
+    counting to sorting), sets and bags, tokens 0-3 in most rows."""
+    from overlap import _index
+    from overlap._order import count_key_order
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for z in lengths:
+        row = rng.choice(120, z, replace=False)
+        row[: min(z, 4)] = rng.permutation(4)[: min(z, 4)]  # the frequent tokens
+        # bags: some tokens repeated (counts above one)
+        rows.append(np.concatenate([row, row[: int(rng.integers(0, z + 1))]]).tolist())
+    ts = TokenSets.from_ids(rows, multiset=multiset)
+    coll = _index.collection((ts,), n_threads)
+    inverse = np.empty(ts.nnz, dtype=np.int64)
+    ((vocab, _, _, _, df),) = _index.vocabularies((ts,), n_threads, inverse)
+    rank = np.empty(vocab.shape[0], dtype=np.int64)
+    rank[count_key_order(df, vocab)] = np.arange(vocab.shape[0])
+    pptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
+    np.cumsum(df, out=pptr[1:])
+    entries, psuf, pcnt, _ = _search.build_postings(
+        coll, inverse, rank, pptr, _index.max_row((ts,)), n_threads)
+    # the definition: tokens ranked rarest first (rows holding them), ties by hash
+    rows_of = {}
+    for i in range(len(ts)):
+        for h in ts.row(i).tolist():
+            rows_of[h] = rows_of.get(h, 0) + 1
+    order = {h: k for k, h in enumerate(sorted(rows_of, key=lambda h: (rows_of[h], h)))}
+    want = []
+    for i in range(len(ts)):
+        a, b = int(ts.indptr[i]), int(ts.indptr[i + 1])
+        hs = ts.hashes[a:b].tolist()
+        cs = ts.counts[a:b].tolist() if multiset else [1] * (b - a)
+        for h, c in zip(hs, cs):
+            suf = sum(c2 for h2, c2 in zip(hs, cs) if order[h2] >= order[h])
+            want.append((h, sum(cs), -suf, i, c))
+    want.sort()
+    got = []
+    for v in range(vocab.shape[0]):
+        for u in range(int(pptr[v]), int(pptr[v + 1])):
+            got.append((int(vocab[v]), int(entries["size"][u]), -int(psuf[u]),
+                        int(entries["ref"][u]), int(pcnt[u]) if multiset else 1))
+    # each posting in its scan order, and the entries those of the definition
+    for v in range(vocab.shape[0]):
+        run = got[int(pptr[v]):int(pptr[v + 1])]
+        assert run == sorted(run)
+    assert sorted(got) == want
+
+
 def _check_posting_order(ts, n_threads):
     from overlap import _index
 
