@@ -1,3 +1,5 @@
+from collections.abc import Iterable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -109,6 +111,12 @@ def build_postings(
 def size_groups(
     pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int, n_threads: int = 1
 ) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.int64]]: ...
+def sorted_pairs(
+    parts: Iterable[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]],
+    n_left: int,
+    n_right: int,
+    n_threads: int = 1,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
 def vocab_table(
     hashes: NDArray[np.uint64], out: NDArray[np.int64] | None = None, n_threads: int = 1
 ) -> tuple[

@@ -381,6 +381,153 @@ cdef class ReferenceIndex:
             free(bufs)
 
 
+ctypedef struct PairCols:
+    # one part of a join's pairs: three columns of n entries
+    const int64_t* a
+    const int64_t* b
+    const double* s
+    int64_t n
+
+
+cdef inline void pair_span(const PairCols* parts, int n_parts, int64_t lo, int64_t* part,
+                           int64_t* off) noexcept nogil:
+    """The part and offset of pair ``lo`` of the parts laid end to end."""
+    part[0] = 0
+    while part[0] < n_parts and lo >= parts[part[0]].n:
+        lo -= parts[part[0]].n
+        part[0] += 1
+    off[0] = lo
+
+
+cdef int radix_pass(const PairCols* parts, int n_parts, int64_t total, bint by_b,
+                    int64_t n_keys, int64_t* out_a, int64_t* out_b, double* out_s,
+                    int64_t* hist, int n_seg) noexcept nogil:
+    """One stable counting sort of the pairs by column b (or a) into out_*.
+
+    The pairs are cut into ``n_seg`` ranges, one histogram each
+    (``hist``: n_seg * (n_keys + 1), zeroed): each range is counted and
+    scattered by its own thread, from the slots left by the ranges before
+    it, so the result is that of one thread.  Returns 1 for a key outside
+    [0, n_keys).
+    """
+    cdef int g, bad = 0
+    cdef int64_t p, k, u, run, lo, hi, part, off
+    cdef const int64_t* key
+    with parallel(num_threads=n_seg):
+        for g in prange(n_seg, schedule="dynamic", chunksize=1):
+            lo = total * g // n_seg
+            hi = total * (g + 1) // n_seg
+            pair_span(parts, n_parts, lo, &part, &off)
+            while lo < hi:
+                key = parts[part].b if by_b else parts[part].a
+                if off >= parts[part].n:
+                    part = part + 1
+                    off = 0
+                    continue
+                k = key[off]
+                if k < 0 or k >= n_keys:
+                    bad += 1
+                    break
+                hist[g * (n_keys + 1) + k] += 1
+                off = off + 1
+                lo = lo + 1
+    if bad:
+        return 1
+    # key k of range g starts after every smaller key and after key k of ranges < g
+    run = 0
+    for k in range(n_keys):
+        for g in range(n_seg):
+            u = hist[g * (n_keys + 1) + k]
+            hist[g * (n_keys + 1) + k] = run
+            run += u
+    with parallel(num_threads=n_seg):
+        for g in prange(n_seg, schedule="dynamic", chunksize=1):
+            lo = total * g // n_seg
+            hi = total * (g + 1) // n_seg
+            pair_span(parts, n_parts, lo, &part, &off)
+            while lo < hi:
+                if off >= parts[part].n:
+                    part = part + 1
+                    off = 0
+                    continue
+                key = parts[part].b if by_b else parts[part].a
+                k = key[off]
+                u = hist[g * (n_keys + 1) + k]
+                hist[g * (n_keys + 1) + k] = u + 1
+                out_a[u] = parts[part].a[off]
+                out_b[u] = parts[part].b[off]
+                out_s[u] = parts[part].s[off]
+                off = off + 1
+                lo = lo + 1
+    return 0
+
+
+def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
+    """The pairs of ``parts`` (``(left, right, score)`` triples of arrays) as
+    one ``(left, right, score)`` sorted by (left, right).
+
+    ``left`` is in ``[0, n_left)``, ``right`` in ``[0, n_right)``: a stable
+    counting sort by ``right``, then one by ``left`` (LSD radix), give the
+    order in linear time whatever the pairs' order in the parts, on up to
+    ``n_threads`` threads with the same result (the 178k pairs of W's
+    train-context self-join, whose near-duplicate hubs pair with up to 210
+    others: 2.6 ms on one thread, 2.2 on two, against 3.8 for pair_order and
+    the takes; the scatters are bound by memory).
+    """
+    cdef list keep = []
+    cdef int64_t total = 0, i
+    cdef int n_parts, j
+    cdef const int64_t[::1] li
+    cdef const int64_t[::1] ri
+    cdef const double[::1] si
+    if n_left < 0 or n_right < 0:
+        raise ValueError(f"sorted_pairs: n_left and n_right must be >= 0, got {n_left}, {n_right}")
+    for part in parts:
+        li, ri, si = part
+        if ri.shape[0] != li.shape[0] or si.shape[0] != li.shape[0]:
+            raise ValueError("sorted_pairs: the columns of a part differ in length")
+        if li.shape[0]:
+            keep.append((li, ri, si))
+            total += li.shape[0]
+    n_parts = len(keep)
+    cdef int n_seg = max(1, min(n_threads, total // 65536))
+    cdef PairCols* cols = <PairCols*>calloc(n_parts + 1, sizeof(PairCols))
+    if cols == NULL:
+        raise MemoryError("overlap join: out of memory ordering the result pairs")
+    try:
+        for j in range(n_parts):
+            li, ri, si = keep[j]
+            cols[j].a = &li[0]
+            cols[j].b = &ri[0]
+            cols[j].s = &si[0]
+            cols[j].n = li.shape[0]
+        tmp_left = np.empty(total, dtype=np.int64)
+        tmp_right = np.empty(total, dtype=np.int64)
+        tmp_score = np.empty(total, dtype=np.float64)
+        left = np.empty(total, dtype=np.int64)
+        right = np.empty(total, dtype=np.int64)
+        score = np.empty(total, dtype=np.float64)
+        hist = np.zeros(n_seg * (max(n_left, n_right) + 1), dtype=np.int64)
+        if total == 0:
+            return left, right, score
+        if radix_pass(cols, n_parts, total, True, n_right, <int64_t*>cnp.PyArray_DATA(tmp_left),
+                      <int64_t*>cnp.PyArray_DATA(tmp_right), <double*>cnp.PyArray_DATA(tmp_score),
+                      <int64_t*>cnp.PyArray_DATA(hist), n_seg):
+            raise ValueError(f"sorted_pairs: a right index is outside [0, {n_right})")
+        cols[0].a = <const int64_t*>cnp.PyArray_DATA(tmp_left)
+        cols[0].b = <const int64_t*>cnp.PyArray_DATA(tmp_right)
+        cols[0].s = <const double*>cnp.PyArray_DATA(tmp_score)
+        cols[0].n = total
+        hist[:] = 0
+        if radix_pass(cols, 1, total, False, n_left, <int64_t*>cnp.PyArray_DATA(left),
+                      <int64_t*>cnp.PyArray_DATA(right), <double*>cnp.PyArray_DATA(score),
+                      <int64_t*>cnp.PyArray_DATA(hist), n_seg):
+            raise ValueError(f"sorted_pairs: a left index is outside [0, {n_left})")
+        return left, right, score
+    finally:
+        free(cols)
+
+
 # ---------------------------------------------------------------- helpers
 
 cdef inline int64_t lower_bound_u64(const uint64_t* a, int64_t lo, int64_t hi,

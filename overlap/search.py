@@ -12,7 +12,6 @@ import numpy as np
 
 from . import _bitslice_index, _index, _search
 from ._fields import as_fields, check_compatible
-from ._order import pair_order
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._search import MAX_QUERY_TOKENS, MAX_ROW_MASS
@@ -303,15 +302,7 @@ class OverlapIndex:
                                           max_mass, threads))
 
         _run_chunks(run, work, nt, progress, "overlap_join")
-        if parts:
-            left = np.concatenate([p[0] for p in parts])
-            right = np.concatenate([p[1] for p in parts])
-            score = np.concatenate([p[2] for p in parts])
-        else:
-            left = right = np.zeros(0, dtype=np.int64)
-            score = np.zeros(0, dtype=np.float64)
-        order = pair_order(left, right)
-        return JoinResult(left[order], right[order], score[order])
+        return JoinResult(*_search.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
 
 
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:

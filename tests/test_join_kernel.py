@@ -269,6 +269,50 @@ def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multis
     assert sorted(got) == want
 
 
+def _pair_parts(rng, lengths, n_left, n_right):
+    return [(rng.integers(0, n_left, z), rng.integers(0, n_right, z), rng.random(z))
+            for z in lengths]
+
+
+def _check_sorted_pairs(parts, n_left, n_right):
+    a = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    b = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    s = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
+    order = np.lexsort((b, a))  # stable: equal pairs keep their order
+    for nt in (1, 2, 3):
+        got = _search.sorted_pairs(parts, n_left, n_right, nt)
+        for g, w in zip(got, (a[order], b[order], s[order])):
+            np.testing.assert_array_equal(g, w)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=5), st.integers(1, 30), st.integers(1, 30),
+       st.integers(0, 2**32 - 1))
+def test_sorted_pairs_is_lexsort(lengths, n_left, n_right, seed):
+    """The join's final order: parts of any lengths (empty ones too), repeated
+    lefts, repeated pairs kept in their order."""
+    _check_sorted_pairs(_pair_parts(np.random.default_rng(seed), lengths, n_left, n_right),
+                        n_left, n_right)
+
+
+@pytest.mark.parametrize("lengths", [[200_000], [1, 90_000, 0, 70_001, 3]])
+def test_sorted_pairs_is_lexsort_on_threads(lengths):
+    """Enough pairs (>= 65536 a thread) to cut them into ranges, one a thread,
+    ranges that start and end inside parts."""
+    _check_sorted_pairs(_pair_parts(np.random.default_rng(len(lengths)), lengths, 5000, 70_000),
+                        5000, 70_000)
+
+
+def test_sorted_pairs_rejects_indices_out_of_range():
+    parts = [(np.array([0, 3]), np.array([1, 2]), np.array([0.5, 0.5]))]
+    with pytest.raises(ValueError, match="left index"):
+        _search.sorted_pairs(parts, 3, 5)
+    with pytest.raises(ValueError, match="right index"):
+        _search.sorted_pairs(parts, 4, 2)
+    with pytest.raises(ValueError, match="differ in length"):
+        _search.sorted_pairs([(np.array([0]), np.array([1, 2]), np.array([0.5]))], 4, 5)
+
+
 def _check_posting_order(ts, n_threads):
     from overlap import _index
 
