@@ -290,7 +290,8 @@ def _check_sorted_pairs(parts, n_left, n_right):
        st.integers(0, 2**32 - 1))
 def test_sorted_pairs_is_lexsort(lengths, n_left, n_right, seed):
     """The join's final order: parts of any lengths (empty ones too), repeated
-    lefts, repeated pairs kept in their order."""
+    lefts (groups on both sides of the 16-pair switch to sorting keys),
+    repeated pairs kept in their order."""
     _check_sorted_pairs(_pair_parts(np.random.default_rng(seed), lengths, n_left, n_right),
                         n_left, n_right)
 
@@ -305,10 +306,12 @@ def test_sorted_pairs_is_lexsort_on_threads(lengths):
 
 def test_sorted_pairs_rejects_indices_out_of_range():
     parts = [(np.array([0, 3]), np.array([1, 2]), np.array([0.5, 0.5]))]
-    with pytest.raises(ValueError, match="left index"):
-        _search.sorted_pairs(parts, 3, 5)
-    with pytest.raises(ValueError, match="right index"):
-        _search.sorted_pairs(parts, 4, 2)
+    with pytest.raises(ValueError, match=r"outside \[0, 3\) x \[0, 5\)"):
+        _search.sorted_pairs(parts, 3, 5)  # left 3
+    with pytest.raises(ValueError, match=r"outside \[0, 4\) x \[0, 2\)"):
+        _search.sorted_pairs(parts, 4, 2)  # right 2
+    with pytest.raises(ValueError, match="n_right in"):
+        _search.sorted_pairs(parts, 4, 2**31)
     with pytest.raises(ValueError, match="differ in length"):
         _search.sorted_pairs([(np.array([0]), np.array([1, 2]), np.array([0.5]))], 4, 5)
 
