@@ -1710,6 +1710,30 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     u.best_ref = best_ref
 
 
+cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratch* s,
+                                     int64_t m, double cut) noexcept nogil:
+    """Ask for what the next tokens' walks read first, while this one is walked:
+    the TokenInfo two tokens on, and the next token's first size group in the
+    window (where lower_bound_group guesses it) with that group's first entry."""
+    cdef const Index* X = T.X
+    cdef int64_t t, lo, hi, g
+    cdef const TokenInfo* ti
+    if m + 2 < u.n_tokens:
+        t = <int64_t>(s.order[m + 2] & ((1 << QUERY_TOKEN_BITS) - 1))
+        overlap_prefetch(&X.tinfo[s.post_vid[t]])
+    if m + 1 < u.n_tokens:
+        t = <int64_t>(s.order[m + 1] & ((1 << QUERY_TOKEN_BITS) - 1))
+        ti = &X.tinfo[s.post_vid[t]]
+        if ti.ng > 0:
+            size_window(u.size, cut, &lo, &hi)
+            g = ti.g0 + (lo - ti.z0 if lo > ti.z0 else 0)
+            if g < ti.g0 + ti.ng:
+                overlap_prefetch(&X.grp[g])
+        else:
+            overlap_prefetch(&X.ent[ti.start])
+            overlap_prefetch(&X.psuf[ti.start])
+
+
 cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept nogil:
     """Visit the driver tokens rarest first while a new reference can still win."""
     cdef int64_t m, t, x, qcount
@@ -1739,6 +1763,7 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
             if thr > 0.0 and dice(u.rest, u.size, u.rest) < thr:
                 break
             cut = thr * (1.0 - 1e-12)
+        prefetch_next_walks(T, u, s, m, cut)
         scan_posting(T, u, s, t, cut)
         u.rest -= qcount
         if (T.mode == MODE_TOPK and u.best_ref >= 0
