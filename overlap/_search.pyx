@@ -1712,26 +1712,36 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
 
 cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratch* s,
                                      int64_t m, double cut) noexcept nogil:
-    """Ask for what the next tokens' walks read first, while this one is walked:
-    the TokenInfo two tokens on, and the next token's first size group in the
-    window (where lower_bound_group guesses it) with that group's first entry."""
+    """Ask for what the next tokens' walks read first, while this one is walked,
+    one stage further each token ahead: the TokenInfo three tokens on; two
+    on, the first size group in the window (where lower_bound_group guesses
+    it); one on, that group's first entry and suffix mass (for a short
+    posting, its first entry)."""
     cdef const Index* X = T.X
-    cdef int64_t t, lo, hi, g
+    cdef int64_t t, lo, hi, g, step
     cdef const TokenInfo* ti
-    if m + 2 < u.n_tokens:
-        t = <int64_t>(s.order[m + 2] & ((1 << QUERY_TOKEN_BITS) - 1))
+    size_window(u.size, cut, &lo, &hi)
+    if m + 3 < u.n_tokens:
+        t = <int64_t>(s.order[m + 3] & ((1 << QUERY_TOKEN_BITS) - 1))
         overlap_prefetch(&X.tinfo[s.post_vid[t]])
-    if m + 1 < u.n_tokens:
-        t = <int64_t>(s.order[m + 1] & ((1 << QUERY_TOKEN_BITS) - 1))
+    for step in range(2, 0, -1):
+        if m + step >= u.n_tokens:
+            continue
+        t = <int64_t>(s.order[m + step] & ((1 << QUERY_TOKEN_BITS) - 1))
         ti = &X.tinfo[s.post_vid[t]]
-        if ti.ng > 0:
-            size_window(u.size, cut, &lo, &hi)
-            g = ti.g0 + (lo - ti.z0 if lo > ti.z0 else 0)
-            if g < ti.g0 + ti.ng:
-                overlap_prefetch(&X.grp[g])
-        else:
-            overlap_prefetch(&X.ent[ti.start])
-            overlap_prefetch(&X.psuf[ti.start])
+        if ti.ng == 0:
+            if step == 1:
+                overlap_prefetch(&X.ent[ti.start])
+                overlap_prefetch(&X.psuf[ti.start])
+            continue
+        g = ti.g0 + (lo - ti.z0 if lo > ti.z0 else 0)
+        if g >= ti.g0 + ti.ng:
+            continue
+        if step == 2:
+            overlap_prefetch(&X.grp[g])
+        elif X.grp[g].size >= lo:
+            overlap_prefetch(&X.ent[X.grp[g].start])
+            overlap_prefetch(&X.psuf[X.grp[g].start])
 
 
 cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept nogil:
