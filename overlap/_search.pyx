@@ -399,6 +399,14 @@ cdef inline void pair_span(const PairCols* parts, int n_parts, int64_t lo, int64
     off[0] = lo
 
 
+cdef inline void pair_advance(const PairCols* parts, int64_t* part, int64_t* off) noexcept nogil:
+    """Step (part, off) past the parts used up: call it before reading a pair
+    that exists (the parts are not empty)."""
+    while off[0] >= parts[part[0]].n:
+        part[0] += 1
+        off[0] = 0
+
+
 cdef inline void sort_u64_asc(uint64_t* a, int64_t n) noexcept nogil:
     """Sort ascending, in place (a shell sort like sort_u64_desc)."""
     cdef int64_t h = 1, i, j
@@ -504,19 +512,19 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
             for g in prange(n_seg, num_threads=n_seg, schedule="dynamic", chunksize=1):
                 lo = total * g // n_seg
                 hi = total * (g + 1) // n_seg
+                # assigned here, so that each thread has its own (pair_span
+                # writes them through pointers, which prange does not see)
+                part = 0
+                off = 0
                 pair_span(cols, n_parts, lo, &part, &off)
-                while lo < hi:
-                    if off >= cols[part].n:
-                        part = part + 1
-                        off = 0
-                        continue
+                for p in range(lo, hi):
+                    pair_advance(cols, &part, &off)
                     k = cols[part].a[off]
                     if k < 0 or k >= n_left or cols[part].b[off] < 0 or cols[part].b[off] >= n_right:
                         bad += 1
                         break
                     H[g * (n_left + 1) + k] += 1
                     off = off + 1
-                    lo = lo + 1
         if bad:
             raise ValueError(f"sorted_pairs: a pair is outside [0, {n_left}) x [0, {n_right})")
         with nogil:
@@ -533,12 +541,13 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
             for g in prange(n_seg, num_threads=n_seg, schedule="dynamic", chunksize=1):
                 lo = total * g // n_seg
                 hi = total * (g + 1) // n_seg
+                # assigned here, so that each thread has its own (pair_span
+                # writes them through pointers, which prange does not see)
+                part = 0
+                off = 0
                 pair_span(cols, n_parts, lo, &part, &off)
-                while lo < hi:
-                    if off >= cols[part].n:
-                        part = part + 1
-                        off = 0
-                        continue
+                for p in range(lo, hi):
+                    pair_advance(cols, &part, &off)
                     k = cols[part].a[off]
                     u = H[g * (n_left + 1) + k]
                     H[g * (n_left + 1) + k] = u + 1
@@ -546,7 +555,6 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
                     rv[u] = cols[part].b[off]
                     sv[u] = cols[part].s[off]
                     off = off + 1
-                    lo = lo + 1
             # left k's pairs now end at H[(n_seg - 1) * (n_left + 1) + k]
             with parallel(num_threads=n_threads):
                 keys = <uint64_t*>malloc(gmax * sizeof(uint64_t))
