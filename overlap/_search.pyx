@@ -389,39 +389,34 @@ ctypedef struct PairCols:
     int64_t n
 
 
-cdef inline void pair_span(const PairCols* parts, int n_parts, int64_t lo, int64_t* part,
-                           int64_t* off) noexcept nogil:
-    """The part and offset of pair ``lo`` of the parts laid end to end."""
-    part[0] = 0
-    while part[0] < n_parts and lo >= parts[part[0]].n:
-        lo -= parts[part[0]].n
-        part[0] += 1
-    off[0] = lo
-
-
-cdef inline void pair_advance(const PairCols* parts, int64_t* part, int64_t* off) noexcept nogil:
-    """Step (part, off) past the parts used up: call it before reading a pair
-    that exists (the parts are not empty)."""
-    while off[0] >= parts[part[0]].n:
-        part[0] += 1
-        off[0] = 0
-
-
-cdef inline void sort_u64_asc(uint64_t* a, int64_t n) noexcept nogil:
-    """Sort ascending, in place (a shell sort like sort_u64_desc)."""
-    cdef int64_t h = 1, i, j
-    cdef uint64_t v
-    while h < n // 3:
-        h = 3 * h + 1
-    while h >= 1:
-        for i in range(h, n):
-            v = a[i]
-            j = i
-            while j >= h and a[j - h] > v:
-                a[j] = a[j - h]
-                j -= h
-            a[j] = v
-        h = h // 3
+cdef int place_range(const PairCols* parts, int n_parts, int64_t lo, int64_t hi,
+                     int64_t* hist, int64_t n_left, int64_t n_right, int64_t* out_left,
+                     int64_t* out_right, double* out_score) noexcept nogil:
+    """One range ``[lo, hi)`` of the pairs (the parts, none empty, laid end to
+    end), in order: without outputs, count every left into ``hist`` and
+    return 1 at a pair outside [0, n_left) x [0, n_right); with them, put
+    every pair at ``hist[left]`` (its next slot) and raise that."""
+    cdef int64_t part = 0, off = lo, p, k, u
+    while part < n_parts and off >= parts[part].n:
+        off -= parts[part].n
+        part += 1
+    for p in range(lo, hi):
+        while off >= parts[part].n:
+            part += 1
+            off = 0
+        k = parts[part].a[off]
+        if out_left == NULL:
+            if k < 0 or k >= n_left or parts[part].b[off] < 0 or parts[part].b[off] >= n_right:
+                return 1
+            hist[k] += 1
+        else:
+            u = hist[k]
+            hist[k] = u + 1
+            out_left[u] = k
+            out_right[u] = parts[part].b[off]
+            out_score[u] = parts[part].s[off]
+        off += 1
+    return 0
 
 
 cdef inline void sort_group_by_right(int64_t* right, double* score, int64_t n, uint64_t* keys,
@@ -444,7 +439,7 @@ cdef inline void sort_group_by_right(int64_t* right, double* score, int64_t n, u
     # (right, position) keys: unique, so sorting them is stable
     for a in range(n):
         keys[a] = (<uint64_t>right[a] << 32) | <uint64_t>a
-    sort_u64_asc(keys, n)
+    shell_sort_u64(keys, n)
     for a in range(n):
         tmp[a] = score[keys[a] & <uint64_t>0xFFFFFFFFULL]
     for a in range(n):
@@ -468,7 +463,7 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
     and took 5.5 ms inside the join, where that memory is new.)
     """
     cdef list keep = []
-    cdef int64_t total = 0, p, k, u, run, lo, hi, part, off, gmax = 0, a, b
+    cdef int64_t total = 0, k, u, run, gmax = 0, a, b
     cdef int n_parts, j, g, bad = 0, failed = 0
     cdef const int64_t[::1] li
     cdef const int64_t[::1] ri
@@ -510,21 +505,8 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
         with nogil:
             # count every range's lefts (and check both indices)
             for g in prange(n_seg, num_threads=n_seg, schedule="dynamic", chunksize=1):
-                lo = total * g // n_seg
-                hi = total * (g + 1) // n_seg
-                # assigned here, so that each thread has its own (pair_span
-                # writes them through pointers, which prange does not see)
-                part = 0
-                off = 0
-                pair_span(cols, n_parts, lo, &part, &off)
-                for p in range(lo, hi):
-                    pair_advance(cols, &part, &off)
-                    k = cols[part].a[off]
-                    if k < 0 or k >= n_left or cols[part].b[off] < 0 or cols[part].b[off] >= n_right:
-                        bad += 1
-                        break
-                    H[g * (n_left + 1) + k] += 1
-                    off = off + 1
+                bad += place_range(cols, n_parts, total * g // n_seg, total * (g + 1) // n_seg,
+                                   H + g * (n_left + 1), n_left, n_right, NULL, NULL, NULL)
         if bad:
             raise ValueError(f"sorted_pairs: a pair is outside [0, {n_left}) x [0, {n_right})")
         with nogil:
@@ -539,22 +521,8 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
                 if run - u > gmax:
                     gmax = run - u
             for g in prange(n_seg, num_threads=n_seg, schedule="dynamic", chunksize=1):
-                lo = total * g // n_seg
-                hi = total * (g + 1) // n_seg
-                # assigned here, so that each thread has its own (pair_span
-                # writes them through pointers, which prange does not see)
-                part = 0
-                off = 0
-                pair_span(cols, n_parts, lo, &part, &off)
-                for p in range(lo, hi):
-                    pair_advance(cols, &part, &off)
-                    k = cols[part].a[off]
-                    u = H[g * (n_left + 1) + k]
-                    H[g * (n_left + 1) + k] = u + 1
-                    lv[u] = k
-                    rv[u] = cols[part].b[off]
-                    sv[u] = cols[part].s[off]
-                    off = off + 1
+                place_range(cols, n_parts, total * g // n_seg, total * (g + 1) // n_seg,
+                            H + g * (n_left + 1), n_left, n_right, lv, rv, sv)
             # left k's pairs now end at H[(n_seg - 1) * (n_left + 1) + k]
             with parallel(num_threads=n_threads):
                 keys = <uint64_t*>malloc(gmax * sizeof(uint64_t))
@@ -2169,11 +2137,12 @@ cdef enum:
     PARALLEL_VOCAB_TOKENS = 65536
 
 
-cdef inline void sort_u64_desc(uint64_t* a, int64_t n) noexcept nogil:
-    """Sort descending, in place: a shell sort (gaps 3h + 1), no comparison callbacks.
+cdef inline void shell_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+    """Sort ascending, in place: a shell sort (gaps 3h + 1), no comparison callbacks.
 
     For the rows longer than SHORT_ROW (a few dozen to a few thousand
-    tokens), where libc's qsort spent most of its time calling the comparison.
+    tokens), where libc's qsort spent most of its time calling the
+    comparison, and a join's left with more than 16 pairs.
     """
     cdef int64_t h = 1, i, j
     cdef uint64_t v
@@ -2183,7 +2152,7 @@ cdef inline void sort_u64_desc(uint64_t* a, int64_t n) noexcept nogil:
         for i in range(h, n):
             v = a[i]
             j = i
-            while j >= h and a[j - h] < v:
+            while j >= h and a[j - h] > v:
                 a[j] = a[j - h]
                 j -= h
             a[j] = v
@@ -2218,12 +2187,13 @@ cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uin
                     acc += <int64_t>cnt[j] if rk[j] >= x else 0
             suf[m] = <int32_t>(acc if acc < 2147483647 else 2147483647)
         return
+    # complemented (rank, position) keys: ascending is rank descending
     for m in range(L):
-        buf[m] = (<uint64_t>rank[inv[m]] << 32) | <uint64_t>m
-    sort_u64_desc(buf, L)
+        buf[m] = ~((<uint64_t>rank[inv[m]] << 32) | <uint64_t>m)
+    shell_sort_u64(buf, L)
     acc = 0
     for m in range(L):
-        j = <int64_t>(buf[m] & <uint64_t>0xFFFFFFFFULL)
+        j = <int64_t>(~buf[m] & <uint64_t>0xFFFFFFFFULL)
         acc = acc + (cnt[j] if cnt != NULL else 1)
         suf[j] = <int32_t>(acc if acc < 2147483647 else 2147483647)
 
