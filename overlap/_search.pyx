@@ -389,7 +389,7 @@ ctypedef struct PairCols:
     int64_t n
 
 
-cdef int place_range(const PairCols* parts, int n_parts, int64_t lo, int64_t hi,
+cdef int place_range(const PairCols* parts, int64_t lo, int64_t hi,
                      int64_t* hist, int64_t n_left, int64_t n_right, int64_t* out_left,
                      int64_t* out_right, double* out_score) noexcept nogil:
     """One range ``[lo, hi)`` of the pairs (the parts, none empty, laid end to
@@ -397,13 +397,10 @@ cdef int place_range(const PairCols* parts, int n_parts, int64_t lo, int64_t hi,
     return 1 at a pair outside [0, n_left) x [0, n_right); with them, put
     every pair at ``hist[left]`` (its next slot) and raise that."""
     cdef int64_t part = 0, off = lo, p, k, u
-    while part < n_parts and off >= parts[part].n:
-        off -= parts[part].n
-        part += 1
     for p in range(lo, hi):
-        while off >= parts[part].n:
+        while off >= parts[part].n:  # a pair is left, so a part holds it
+            off -= parts[part].n
             part += 1
-            off = 0
         k = parts[part].a[off]
         if out_left == NULL:
             if k < 0 or k >= n_left or parts[part].b[off] < 0 or parts[part].b[off] >= n_right:
@@ -421,25 +418,13 @@ cdef int place_range(const PairCols* parts, int n_parts, int64_t lo, int64_t hi,
 
 cdef inline void sort_group_by_right(int64_t* right, double* score, int64_t n, uint64_t* keys,
                                      double* tmp) noexcept nogil:
-    """One left's pairs by right, stably (``keys``, ``tmp``: room for n)."""
-    cdef int64_t a, b, vr
-    cdef double vs
-    if n <= 16:
-        for a in range(1, n):
-            vr = right[a]
-            vs = score[a]
-            b = a - 1
-            while b >= 0 and right[b] > vr:
-                right[b + 1] = right[b]
-                score[b + 1] = score[b]
-                b -= 1
-            right[b + 1] = vr
-            score[b + 1] = vs
-        return
-    # (right, position) keys: unique, so sorting them is stable
+    """One left's pairs by right, stably (``keys``, ``tmp``: room for n).
+
+    (right, position) keys are unique, so sorting them is stable."""
+    cdef int64_t a
     for a in range(n):
         keys[a] = (<uint64_t>right[a] << 32) | <uint64_t>a
-    shell_sort_u64(keys, n)
+    sort_u64(keys, n)
     for a in range(n):
         tmp[a] = score[keys[a] & <uint64_t>0xFFFFFFFFULL]
     for a in range(n):
@@ -492,7 +477,7 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
     cdef double* sv = <double*>cnp.PyArray_DATA(score)
     cdef uint64_t* keys
     cdef double* tmp
-    cdef PairCols* cols = <PairCols*>calloc(n_parts + 1, sizeof(PairCols))
+    cdef PairCols* cols = <PairCols*>calloc(n_parts, sizeof(PairCols))  # total > 0: n_parts >= 1
     if cols == NULL:
         raise MemoryError("overlap join: out of memory ordering the result pairs")
     try:
@@ -505,7 +490,7 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
         with nogil:
             # count every range's lefts (and check both indices)
             for g in prange(n_seg, num_threads=n_seg, schedule="dynamic", chunksize=1):
-                bad += place_range(cols, n_parts, total * g // n_seg, total * (g + 1) // n_seg,
+                bad += place_range(cols, total * g // n_seg, total * (g + 1) // n_seg,
                                    H + g * (n_left + 1), n_left, n_right, NULL, NULL, NULL)
         if bad:
             raise ValueError(f"sorted_pairs: a pair is outside [0, {n_left}) x [0, {n_right})")
@@ -521,7 +506,7 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
                 if run - u > gmax:
                     gmax = run - u
             for g in prange(n_seg, num_threads=n_seg, schedule="dynamic", chunksize=1):
-                place_range(cols, n_parts, total * g // n_seg, total * (g + 1) // n_seg,
+                place_range(cols, total * g // n_seg, total * (g + 1) // n_seg,
                             H + g * (n_left + 1), n_left, n_right, lv, rv, sv)
             # left k's pairs now end at H[(n_seg - 1) * (n_left + 1) + k]
             with parallel(num_threads=n_threads):
@@ -530,7 +515,7 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
                 for k in prange(n_left, schedule="dynamic", chunksize=4096):
                     a = H[(n_seg - 1) * (n_left + 1) + k - 1] if k else 0
                     b = H[(n_seg - 1) * (n_left + 1) + k]
-                    if b - a > 16 and (keys == NULL or tmp == NULL):
+                    if b - a > 1 and (keys == NULL or tmp == NULL):
                         failed += 1
                     elif b - a > 1:
                         sort_group_by_right(rv + a, sv + a, b - a, keys, tmp)
@@ -2137,28 +2122,6 @@ cdef enum:
     PARALLEL_VOCAB_TOKENS = 65536
 
 
-cdef inline void shell_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
-    """Sort ascending, in place: a shell sort (gaps 3h + 1), no comparison callbacks.
-
-    For the rows longer than SHORT_ROW (a few dozen to a few thousand
-    tokens), where libc's qsort spent most of its time calling the
-    comparison, and a join's left with more than 16 pairs.
-    """
-    cdef int64_t h = 1, i, j
-    cdef uint64_t v
-    while h < n // 3:
-        h = 3 * h + 1
-    while h >= 1:
-        for i in range(h, n):
-            v = a[i]
-            j = i
-            while j >= h and a[j - h] > v:
-                a[j] = a[j - h]
-                j -= h
-            a[j] = v
-        h = h // 3
-
-
 cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uint32_t* cnt,
                               int64_t L, int32_t* suf, uint64_t* buf) noexcept nogil:
     """Suffix mass of every token of one row, capped at 2**31 - 1.
@@ -2190,7 +2153,7 @@ cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uin
     # complemented (rank, position) keys: ascending is rank descending
     for m in range(L):
         buf[m] = ~((<uint64_t>rank[inv[m]] << 32) | <uint64_t>m)
-    shell_sort_u64(buf, L)
+    sort_u64(buf, L)
     acc = 0
     for m in range(L):
         j = <int64_t>(~buf[m] & <uint64_t>0xFFFFFFFFULL)
@@ -2695,7 +2658,8 @@ cdef int vocab_fill(Vocab* V, const uint64_t* hashes, int64_t nnz, int64_t* inv)
     ``inv[i]`` gets the id of ``hashes[i]``.  The table is doubled whenever
     it would be more than half full, so it stays small (and in cache) while
     most probes find a key already seen.  (vocab_add, with the table's
-    pointers kept in locals between insertions.)
+    pointers kept in locals between insertions: calling vocab_add for every
+    hash took 3.7 ms against 2.5 on W's 845k train-context tokens.)
     """
     cdef int64_t i, slot, vid, mask = V.cap - 1
     cdef uint64_t key

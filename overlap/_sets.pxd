@@ -97,19 +97,26 @@ cdef inline int cmp_u64(const void* a, const void* b) noexcept nogil:
 
 
 cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
-    """Sort ascending: insertion sort for short arrays (rows), qsort otherwise."""
-    cdef int64_t i, j
+    """Sort ascending, in place: insertion sort for short arrays (rows), a shell
+    sort (gaps 3h + 1) up to 4096 (libc's qsort spent most of its time calling
+    the comparison there), qsort beyond."""
+    cdef int64_t i, j, h = 1
     cdef uint64_t v
-    if n > 32:
+    if n > 4096:
         qsort(a, n, sizeof(uint64_t), cmp_u64)
         return
-    for i in range(1, n):
-        v = a[i]
-        j = i - 1
-        while j >= 0 and a[j] > v:
-            a[j + 1] = a[j]
-            j -= 1
-        a[j + 1] = v
+    if n > 32:
+        while h < n // 3:
+            h = 3 * h + 1
+    while h >= 1:
+        for i in range(h, n):
+            v = a[i]
+            j = i
+            while j >= h and a[j - h] > v:
+                a[j] = a[j - h]
+                j -= h
+            a[j] = v
+        h = h // 3
 
 
 cdef inline void topk_insert(double* ks, int64_t* ki, int* nk, int k, double sc,
