@@ -1362,7 +1362,7 @@ cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept n
 
 ctypedef struct Walk:
     # a cursor over the entries of one posting that pass the size window and
-    # the positional filter (see walk_next)
+    # the positional filter (see walk_fill)
     const Index* X
     int64_t p            # the next entry to look at
     int64_t end          # the end of its size group (grouped) or of the posting
@@ -1374,11 +1374,12 @@ ctypedef struct Walk:
     int64_t q            # the query's size and its mass from this token on
     int64_t rest
     double cut
-    double need          # grouped: cut * (q + z) of the current group
     bint grouped
     bint cut_short       # some entry in the window failed the positional filter
     int64_t n_read       # entries looked at
-    int64_t z            # the size of the entry walk_next returned
+    int64_t z            # the size of the entry walk_next returned (grouped: of the open group)
+    int sig_driver       # walk_fill, grouped: most differing signature bits in
+                         # the scanned field for the open group's size (-1: none pass)
 
 
 cdef inline bint rest_caps_window(int64_t q, int64_t rest, double cut,
@@ -1429,7 +1430,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     cdef int64_t g, e
     cdef const Group* gr
     if w.grouped:
-        # start "before" the first group in the window: walk_next opens it
+        # start "before" the first group in the window: walk_open_group opens it
         w.g = lower_bound_group(X.grp, w.g, w.g_end, w.zlo, ti.z0) - 1
         w.p = 0
         w.end = 0
@@ -1451,44 +1452,15 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
 
 
 cdef inline int64_t walk_next(Walk* w) noexcept nogil:
-    """The next entry that passes the size window and 2*min(e, rest) >= cut*(q + z), or -1.
+    """Short postings: the next entry that passes the size window and
+    2*min(e, rest) >= cut*(q + z), or -1 (grouped walks: see walk_open_group).
 
-    Entries are sorted by size, then by e descending: in a size group the
-    first entry that fails the positional filter ends the group.  Long
-    postings jump from group to group through their directory; short ones
-    are read entry by entry.
+    Entries are sorted by size, then by e descending; a short posting is
+    read entry by entry.
     """
     cdef const Entry* ent = w.X.ent
     cdef const int32_t* psuf = w.X.psuf
-    cdef const Group* grp
     cdef int64_t e, z
-    if w.grouped:
-        while True:
-            if w.p < w.end:
-                w.n_read += 1
-                e = psuf[w.p]
-                if 2.0 * <double>(e if e < w.rest else w.rest) >= w.need:
-                    w.p += 1
-                    w.z = w.X.grp[w.g].size
-                    return w.p - 1
-                w.cut_short = True
-            w.g += 1
-            if w.g >= w.g_end:
-                return -1
-            grp = &w.X.grp[w.g]
-            z = grp.size
-            if z > w.zhi:
-                return -1
-            w.need = w.cut * <double>(w.q + z)
-            e = grp.top
-            if 2.0 * <double>(e if e < w.rest else w.rest) < w.need:
-                # the group's largest suffix mass fails: skip it unread
-                w.cut_short = True
-                w.p = 0
-                w.end = 0
-                continue
-            w.p = grp.start
-            w.end = grp[1].start if w.g + 1 < w.g_end else w.post_end
     while w.p < w.end:
         z = ent[w.p].size
         if z > w.zhi:
@@ -1503,6 +1475,125 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
             return w.p - 1
         w.cut_short = True
     return -1
+
+
+cdef inline int sig_driver_bits(const SigFilter* sf, int64_t z) noexcept nogil:
+    """The most bits the scanned field's signatures may differ by for a
+    reference of size z there to pass sig_admits (-1: none passes)."""
+    cdef int64_t n = sf.q + z
+    cdef double c = sf.cut * <double>n
+    cdef int64_t d = <int64_t>(<double>n - c) if <double>n - c > -1.0 else -1
+    if d > sf.b:
+        d = sf.b
+    while d < sf.b and <double>(n - d - 1) >= c:
+        d += 1
+    while d >= 0 and <double>(n - d) < c:
+        d -= 1
+    return <int>d
+
+
+cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
+    """Grouped walks: move to the next size group with an entry that passes
+    the positional filter and set [p, end) to the entries that pass it (a
+    prefix of the group: e descends within it); False when the walk is over."""
+    cdef const Group* grp
+    cdef const int32_t* psuf = w.X.psuf
+    cdef int64_t z, e, p, gend, rest = w.rest
+    cdef double need
+    while True:
+        w.g += 1
+        if w.g >= w.g_end:
+            return False
+        grp = &w.X.grp[w.g]
+        z = grp.size
+        if z > w.zhi:
+            return False
+        need = w.cut * <double>(w.q + z)
+        e = grp.top
+        if 2.0 * <double>(e if e < rest else rest) < need:
+            # the group's largest suffix mass fails: skip it unread
+            w.cut_short = True
+            continue
+        gend = grp[1].start if w.g + 1 < w.g_end else w.post_end
+        p = grp.start + 1   # its first entry holds the top, which passed
+        while p < gend:
+            e = psuf[p]
+            if 2.0 * <double>(e if e < rest else rest) < need:
+                break
+            p += 1
+        w.n_read += p - grp.start
+        if p < gend:
+            w.n_read += 1
+            w.cut_short = True
+        w.z = z
+        w.p = grp.start
+        w.end = p
+        if sf.active:
+            w.sig_driver = sig_driver_bits(sf, z)
+        return True
+
+
+cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t* out_z,
+                          int cap) noexcept nogil:
+    """The next (at most cap) entries of the walk that pass the positional
+    filter and the signature test, with their reference sizes; fewer than
+    cap only when the walk is over.
+
+    A long posting is read a size group at a time: the entries that pass
+    the positional filter are found on the suffix-mass column alone, then
+    their signatures are tested in one tight loop, against per-field limits
+    that are integers within the group (sig_driver_bits).
+    """
+    cdef const Entry* ent = w.X.ent
+    cdef int n = 0, g, F = sf.F, b = sf.b
+    cdef int64_t p, end, z
+    cdef uint64_t qsig = sf.qsig, mask = sf.mask, x
+    cdef int allowed[_limits.MAX_FIELDS]
+    cdef bint ok
+    if not w.grouped:
+        while n < cap:
+            p = walk_next(w)
+            if p < 0:
+                break
+            if sf.active and not sig_admits(sf, entry_sig(&ent[p]), w.z):
+                continue
+            out_p[n] = p
+            out_z[n] = <int32_t>w.z
+            n += 1
+        return n
+    if sf.active:
+        for g in range(F):
+            allowed[g] = sf.allowed[g]
+    while n < cap:
+        if w.p >= w.end and not walk_open_group(w, sf):
+            break
+        p = w.p
+        end = w.end
+        z = w.z
+        if not sf.active:
+            while p < end and n < cap:
+                out_p[n] = p
+                out_z[n] = <int32_t>z
+                n += 1
+                p += 1
+        elif w.sig_driver < 0:
+            p = end
+        else:
+            allowed[sf.driver] = w.sig_driver
+            while p < end and n < cap:
+                x = qsig ^ entry_sig(&ent[p])
+                ok = True
+                for g in range(F):
+                    if popcount64((x >> (g * b)) & mask) > allowed[g]:
+                        ok = False
+                        break
+                if ok:
+                    out_p[n] = p
+                    out_z[n] = <int32_t>z
+                    n += 1
+                p += 1
+        w.p = p
+    return n
 
 
 cdef inline void window_range(const Index* X, int64_t vid, int64_t zlo, int64_t zhi,
@@ -1570,7 +1661,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef SigFilter sf
     cdef int64_t batch_p[STATE_BATCH]
     cdef int32_t batch_z[STATE_BATCH]
-    cdef int nb, j
+    cdef int nb, j, got
     cdef int64_t pb
     if T.mode == MODE_TOPK and cut < POSITIONAL_CUT * (1.0 - 1e-12):
         # the whole window: exact counts (a candidate's bound stays the one
@@ -1615,27 +1706,23 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
         # threshold any more: leaving its count short only lowers its bound.)
         sig_prepare(T, u, u.driver, q, cut, &sf)
         walk_start(&walk, X, s.post_vid[t], q, rest, cut, q0 if upper and u.driver == 0 else 0)
-        p = 0
-        while p >= 0:
+        while True:
             # gather a batch of the entries that pass, asking for their
             # references' state as they come (random reads that then overlap),
             # then count them in the same order
+            got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH)
             nb = 0
-            while nb < STATE_BATCH:
-                p = walk_next(&walk)
-                if p < 0:
-                    break
-                r = ent[p].ref
-                if upper and u.driver == 0 and walk.z == q0 and r <= qi:
+            for j in range(got):
+                pb = batch_p[j]
+                r = ent[pb].ref
+                if upper and u.driver == 0 and batch_z[j] == q0 and r <= qi:
                     continue  # the pair belongs to the reference's query (equal key, lower index)
-                if sf.active and not sig_admits(&sf, entry_sig(&ent[p]), walk.z):
-                    continue
                 if upper and u.driver != 0 and not key_above(T.R.sz[r], r, q0, qi):
                     continue
                 overlap_prefetch(&state[r])
                 overlap_prefetch(&bound[r])
-                batch_p[nb] = p
-                batch_z[nb] = <int32_t>walk.z
+                batch_p[nb] = pb
+                batch_z[nb] = batch_z[j]
                 nb += 1
             for j in range(nb):
                 pb = batch_p[j]
@@ -1663,6 +1750,8 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
                     if add > best_count:
                         best_count = add
                         best_ref = r
+            if got < STATE_BATCH:
+                break
         s.n_post += walk.n_read
         if walk.cut_short:
             u.partial += qcount
@@ -1759,9 +1848,12 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     cdef uint8_t* fields_hit = s.fields_hit
     cdef double thr = current_threshold(s, T.k, T.floor_score)
     cdef double cut = thr * (1.0 - 1e-12)
-    cdef int64_t rest = v.rest, m, t, x, p, r
+    cdef int64_t rest = v.rest, m, t, x, r
     cdef Walk walk
     cdef SigFilter sf
+    cdef int64_t batch_p[STATE_BATCH]
+    cdef int32_t batch_z[STATE_BATCH]
+    cdef int j, got
     sig_prepare(T, v, v.driver, q, cut, &sf)
     for m in range(v.n_tokens):
         if thr > 0.0 and dice(rest, q, rest) < thr:
@@ -1771,14 +1863,13 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
         if 2.0 * <double>x >= cut * <double>(q + x):
             walk_start(&walk, T.X, s.post_vid[t], q, rest, cut, 0)
             while True:
-                p = walk_next(&walk)
-                if p < 0:
+                got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH)
+                for j in range(got):
+                    r = ent[batch_p[j]].ref
+                    if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:
+                        fields_hit[r] = stage + 1
+                if got < STATE_BATCH:
                     break
-                if sf.active and not sig_admits(&sf, entry_sig(&ent[p]), walk.z):
-                    continue
-                r = ent[p].ref
-                if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:
-                    fields_hit[r] = stage + 1
             s.n_post += walk.n_read
         rest -= s.qcount[t]
 
