@@ -55,8 +55,7 @@ MAX_QUERY_TOKENS = (1 << QUERY_TOKEN_BITS) - 1
 MAX_ROW_MASS = (1 << COUNT_BITS) - 1
 
 #: One posting entry (the Entry struct) and one size group (Group), as numpy sees them.
-ENTRY_DTYPE = np.dtype([("ref", np.int32), ("size", np.int32), ("sig_lo", np.uint32),
-                        ("sig_hi", np.uint32)])
+ENTRY_DTYPE = np.dtype([("ref", np.int32), ("size", np.int32)])
 GROUP_DTYPE = np.dtype([("size", np.int32), ("top", np.int32), ("start", np.int64)])
 
 cdef enum:
@@ -82,6 +81,10 @@ cdef enum:
 cdef enum:
     # size groups of a posting whose first entries a walk asks for up front
     PREFETCH_GROUPS = 16
+    # the group whose entries (up to this many) a walk asks for in full when
+    # it opens a group, so many groups on
+    GROUPS_AHEAD = 2
+    PREFETCH_GROUP_ENTRIES = 64
     # candidates whose records bucket_candidates asks for
     PREFETCH_RECORDS = 8
 
@@ -136,12 +139,11 @@ ctypedef struct TokenInfo:
 
 ctypedef struct Entry:
     # one posting entry: what a scan reads about the reference once the
-    # positional filter (on Index.psuf, a column of its own: the walks read
-    # it entry after entry) has passed it, in one place
+    # positional filter (on Index.psuf) and the signature test (on
+    # Index.psig) have passed it; those two are columns of their own, which
+    # the walks read entry after entry
     int32_t ref              # the reference id
     int32_t size             # its size in the field
-    uint32_t sig_lo          # its 64-bit row signature (see row_sig64), low and
-    uint32_t sig_hi          # high halves (16 bytes an entry)
 
 ctypedef struct Group:
     # one size group of a long posting (see size_groups)
@@ -155,10 +157,11 @@ ctypedef struct Index:
     const TokenInfo* tinfo   # V: per vocabulary id
     const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
     const Entry* ent         # the posting entries, token by token
+    const uint64_t* psig     # and each one's reference row signature (row_sig64)
     const int32_t* psuf      # and each one's reference mass from the token on
                              # (descending within a size)
     const int32_t* pref      # their references alone (NULL until top_k needs them)
-    bint has_sig             # ent[].sig is filled (any entry at all)
+    bint has_sig             # psig is there (any entry at all)
     int sig_bits             # bits of that signature per field (64 // F)
     const uint32_t* pcnt     # posting counts (NULL for sets)
     const uint64_t* fps      # reference fingerprints, ascending
@@ -243,6 +246,7 @@ cdef class ReferenceIndex:
     """Inverted index over a reference Collection."""
     cdef Index x
     cdef object _keep
+    cdef object _psig                       # the entries' signatures (sign_entries)
     cdef readonly object groups     # (gptr, size, start, top): see size_groups, group_records
     cdef readonly object entries    # the posting entries (ENTRY_DTYPE): see build_postings, sign_entries
     cdef object _tables                     # the query-side tables (compact_vocabulary, token_info)
@@ -260,9 +264,10 @@ cdef class ReferenceIndex:
         self._lock = threading.Lock()
         self._ref_column = None
         self.x.pref = NULL
-        # the entries' signatures are filled here, in place (sign_entries),
-        # which also checks the dtype and every reference id
-        sign_entries(refs, entries, n_threads)
+        # the entries' signatures are made here (sign_entries), which also
+        # checks the dtype and every reference id
+        psig = sign_entries(refs, entries, n_threads)
+        cdef const uint64_t[::1] sv = psig
         cdef int64_t m = entries.shape[0]
         if m and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
             raise ValueError("overlap index: postings without references")
@@ -275,7 +280,9 @@ cdef class ReferenceIndex:
         # the build's own arrays are not kept
         self.entries = entries
         self._keep = (entries, psuf, pcnt, fps, fpi, rrec)
+        self._psig = psig
         self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if m else NULL
+        self.x.psig = &sv[0] if m else NULL
         self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
         self.x.has_sig = m > 0
         self.x.sig_bits = 64 // (refs.c.F if refs.c.F > 0 else 1)
@@ -303,7 +310,7 @@ cdef class ReferenceIndex:
 
         Below POSITIONAL_CUT a top-k scan reads every entry's reference in
         its size window; reading them from a 4-byte column instead of the
-        20-byte entries keeps that scan as fast as it was.  Made on first
+        8-byte entries halves the bytes that scan reads.  Made on first
         use, under a lock (concurrent callers share one column), so that a
         join never pays its memory.
         """
@@ -320,8 +327,7 @@ cdef class ReferenceIndex:
     @property
     def entry_signatures(self):
         """The row signature (row_sig64) of every posting entry's reference."""
-        e = self.entries
-        return e["sig_lo"].astype(np.uint64) | (e["sig_hi"].astype(np.uint64) << np.uint64(32))
+        return self._psig.copy()
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
@@ -594,7 +600,7 @@ cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const u
 cdef inline uint64_t row_sig64(const Coll* C, int64_t i) noexcept nogil:
     """Row i's 64-bit signature: 64 // F bits per field, one set per distinct token.
 
-    Kept in every posting entry (Entry.sig_lo/sig_hi) so that a scan can
+    Kept for every posting entry (Index.psig) so that a scan can
     rule a reference out without a random read (see sig_admits).  Field f
     owns bits [f*b, (f+1)*b) with b = 64 // F; a token sets bit
     f*b + ((mix(hash) mod 2**32) mod b).
@@ -612,9 +618,9 @@ cdef inline uint64_t row_sig64(const Coll* C, int64_t i) noexcept nogil:
 
 
 cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride, int64_t m,
-                         uint32_t* out, int64_t stride, int n_threads) except -1:
-    """out[i*stride], out[i*stride + 1] = the low and high halves of row_sig64 of
-    entry i's reference pref[i*ref_stride] (i < m); ValueError if one is out of range."""
+                         uint64_t* out, int n_threads) except -1:
+    """out[i] = row_sig64 of entry i's reference pref[i*ref_stride] (i < m);
+    ValueError if one is out of range."""
     cdef int64_t n = C.n, i, r
     rows = np.empty(n, dtype=np.uint64)
     cdef uint64_t[::1] rv = rows
@@ -627,8 +633,7 @@ cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride,
             if r < 0 or r >= n:
                 bad += 1
             else:
-                out[i * stride] = <uint32_t>(rv[r] & <uint64_t>0xFFFFFFFFULL)
-                out[i * stride + 1] = <uint32_t>(rv[r] >> 32)
+                out[i] = rv[r]
     if bad:
         raise ValueError("overlap index: a posting names a reference out of range")
     return 0
@@ -636,32 +641,32 @@ cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride,
 
 def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
     """The row signature (row_sig64) of every posting entry's reference."""
-    out = np.empty(2 * pref.shape[0], dtype=np.uint32)
-    cdef uint32_t[::1] ov = out
+    out = np.empty(pref.shape[0], dtype=np.uint64)
+    cdef uint64_t[::1] ov = out
     fill_signatures(&refs.c, &pref[0] if pref.shape[0] else NULL, 1, pref.shape[0],
-                    &ov[0] if ov.shape[0] else NULL, 2, n_threads)
-    return out.view(np.uint64) if sys.byteorder == "little" else (
-        out[0::2].astype(np.uint64) | (out[1::2].astype(np.uint64) << np.uint64(32)))
+                    &ov[0] if ov.shape[0] else NULL, n_threads)
+    return out
 
 
-cdef int sign_entries(Collection refs, entries, int n_threads) except -1:
-    """Fill the signatures of Entry records (ENTRY_DTYPE) in place from their references.
+cdef sign_entries(Collection refs, entries, int n_threads):
+    """The signatures of the Entry records' (ENTRY_DTYPE) references, one a record.
 
-    A scan reads an entry's reference, size and signature together: one
-    cache line for a random first read instead of three.  ValueError if the
-    array is not a contiguous ENTRY_DTYPE array or names a reference out of range.
+    The walks test them in a column of their own, eight bytes an entry,
+    before they read the entry itself.  ValueError if the array is not a
+    contiguous ENTRY_DTYPE array or names a reference out of range.
     """
     if (not isinstance(entries, np.ndarray) or entries.dtype != ENTRY_DTYPE
-            or entries.ndim != 1 or not entries.flags.c_contiguous
-            or not entries.flags.writeable):
-        raise ValueError("overlap index: the entries must be a writable contiguous "
-                         "ENTRY_DTYPE array")
+            or entries.ndim != 1 or not entries.flags.c_contiguous):
+        raise ValueError("overlap index: the entries must be a contiguous ENTRY_DTYPE array")
     cdef int64_t m = entries.shape[0]
+    out = np.empty(m, dtype=np.uint64)
     if m == 0:
-        return 0
-    cdef Entry* e = <Entry*>cnp.PyArray_DATA(entries)
-    cdef int64_t stride = sizeof(Entry) // sizeof(uint32_t)
-    return fill_signatures(&refs.c, &e[0].ref, stride, m, &e[0].sig_lo, stride, n_threads)
+        return out
+    cdef uint64_t[::1] ov = out
+    cdef const Entry* e = <const Entry*>cnp.PyArray_DATA(entries)
+    fill_signatures(&refs.c, &e[0].ref, sizeof(Entry) // sizeof(int32_t), m, &ov[0],
+                    n_threads)
+    return out
 
 
 def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const int32_t[::1] psuf):
@@ -1187,10 +1192,6 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
         sf.allowed[g] = a
 
 
-cdef inline uint64_t entry_sig(const Entry* e) noexcept nogil:
-    return (<uint64_t>e.sig_hi << 32) | <uint64_t>e.sig_lo
-
-
 cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexcept nogil:
     """False when the reference with row signature rsig (size z in the scanned field)
     surely cannot match (see sig_prepare)."""
@@ -1444,7 +1445,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
             e = gr.top if gr.top < rest else rest
             if 2.0 * <double>e >= cut * <double>(q + gr.size):
                 overlap_prefetch(&X.psuf[gr.start])
-                overlap_prefetch(&X.ent[gr.start])
+                overlap_prefetch(&X.psig[gr.start])
             g += 1
     else:
         w.p = ti.start
@@ -1492,6 +1493,23 @@ cdef inline int sig_driver_bits(const SigFilter* sf, int64_t z) noexcept nogil:
     return <int>d
 
 
+cdef inline void prefetch_group(const Index* X, int64_t g, int64_t end) noexcept nogil:
+    """Ask for the suffix masses and signatures of group g's entries (up to
+    end, at most PREFETCH_GROUP_ENTRIES of them): groups are too short for
+    the hardware's stream prefetch to start in time."""
+    cdef int64_t a = X.grp[g].start, p
+    if end > a + PREFETCH_GROUP_ENTRIES:
+        end = a + PREFETCH_GROUP_ENTRIES
+    p = a
+    while p < end:
+        overlap_prefetch(&X.psuf[p])
+        p += 16
+    p = a
+    while p < end:
+        overlap_prefetch(&X.psig[p])
+        p += 8
+
+
 cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
     """Grouped walks: move to the next size group with an entry that passes
     the positional filter and set [p, end) to the entries that pass it (a
@@ -1515,6 +1533,10 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
             w.cut_short = True
             continue
         gend = grp[1].start if w.g + 1 < w.g_end else w.post_end
+        if w.g + GROUPS_AHEAD < w.g_end:
+            prefetch_group(w.X, w.g + GROUPS_AHEAD,
+                           grp[GROUPS_AHEAD + 1].start if w.g + GROUPS_AHEAD + 1 < w.g_end
+                           else w.post_end)
         p = grp.start + 1   # its first entry holds the top, which passed
         while p < gend:
             e = psuf[p]
@@ -1544,7 +1566,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
     their signatures are tested in one tight loop, against per-field limits
     that are integers within the group (sig_driver_bits).
     """
-    cdef const Entry* ent = w.X.ent
+    cdef const uint64_t* psig = w.X.psig
     cdef int n = 0, g, F = sf.F, b = sf.b
     cdef int64_t p, end, z
     cdef uint64_t qsig = sf.qsig, mask = sf.mask, x
@@ -1555,7 +1577,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
             p = walk_next(w)
             if p < 0:
                 break
-            if sf.active and not sig_admits(sf, entry_sig(&ent[p]), w.z):
+            if sf.active and not sig_admits(sf, psig[p], w.z):
                 continue
             out_p[n] = p
             out_z[n] = <int32_t>w.z
@@ -1581,7 +1603,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
         else:
             allowed[sf.driver] = w.sig_driver
             while p < end and n < cap:
-                x = qsig ^ entry_sig(&ent[p])
+                x = qsig ^ psig[p]
                 ok = True
                 for g in range(F):
                     if popcount64((x >> (g * b)) & mask) > allowed[g]:
@@ -1790,7 +1812,7 @@ cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratc
         if step == 2:
             overlap_prefetch(&X.grp[g])
         elif X.grp[g].size >= lo:
-            overlap_prefetch(&X.ent[X.grp[g].start])
+            overlap_prefetch(&X.psig[X.grp[g].start])
             overlap_prefetch(&X.psuf[X.grp[g].start])
 
 

@@ -88,6 +88,32 @@ def test_join_on_dense_corpora(data, multiset, threshold, n_fields):
         assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want_self
 
 
+@settings(max_examples=25)
+@given(st.data(), st.booleans(), st.sampled_from([0.5, 0.8, 0.9]), st.sampled_from([3, 5, 8]))
+def test_join_on_dense_corpora_with_many_fields(data, multiset, threshold, n_fields):
+    """The walks test a signature field by field (64 // F bits each): up to 8 fields.
+
+    Every field is the first with a token or two edited, so that pairs match
+    in all fields at once, many of them right at the threshold."""
+    base = data.draw(dense_collections(1))[0]
+    a = [base]
+    for _ in range(n_fields - 1):
+        col = []
+        for row in base:
+            row = list(row)
+            for _ in range(data.draw(st.integers(0, 2))):
+                if row and data.draw(st.booleans()):
+                    row.pop(data.draw(st.integers(0, len(row) - 1)))
+                else:
+                    row.append(data.draw(token))
+            col.append(row)
+        a.append(col)
+    la = build(a, multiset)
+    want = ref.join(units(a, multiset), None, threshold)
+    for nt in (1, 2):
+        assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want
+
+
 @settings(max_examples=60)
 @given(st.data(), st.booleans(), st.integers(1, 3), st.sampled_from([0.0, 0.4, 0.5, 0.8]),
        st.integers(1, 2))
