@@ -30,7 +30,6 @@ division rounds monotonically, so a bound below the running best in floating
 point is below it in exact arithmetic too: pruning never changes a result.
 """
 
-import sys
 import threading
 
 import numpy as np
