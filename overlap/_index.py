@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _search
-from ._order import count_key_order, stable_argsort_u64
+from ._order import count_key_order
 
 #: Stored tokens (all fields) from which the fields' vocabularies are built side
 #: by side on several threads.
@@ -82,8 +82,6 @@ def reference_index(
         coll, inverse, rank, pptr, max_row(fields) if n else 0, n_threads
     )
     del inverse
-    fp = np.asarray(coll_fingerprints(coll))
-    fpi = stable_argsort_u64(fp)
     return _search.ReferenceIndex(
         coll,
         np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
@@ -93,17 +91,11 @@ def reference_index(
         entries,
         psuf,
         pcnt if fields[0].multiset else _EMPTY_U32,
-        np.ascontiguousarray(fp[fpi]),
-        fpi,
         rank,
         maxe,
         coll.records(n_threads),
         n_threads,
     )
-
-
-def coll_fingerprints(coll: _search.Collection) -> np.ndarray:
-    return coll.fingerprints
 
 
 def max_row(fields: tuple) -> int:

@@ -31,6 +31,8 @@ class ReferenceIndex:
     entries: NDArray[np.void]
     @property
     def entry_signatures(self) -> NDArray[np.uint64]: ...
+    @property
+    def fingerprint_order(self) -> tuple[NDArray[np.uint64], NDArray[np.int64]] | None: ...
     def __init__(
         self,
         refs: Collection,
@@ -41,8 +43,6 @@ class ReferenceIndex:
         entries: NDArray[np.void],
         psuf: NDArray[np.int32],
         pcnt: NDArray[np.uint32],
-        fps: NDArray[np.uint64],
-        fpi: NDArray[np.int64],
         rank: NDArray[np.int64],
         maxe: NDArray[np.int32],
         rrec: NDArray[np.int64],

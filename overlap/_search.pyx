@@ -250,6 +250,7 @@ cdef class ReferenceIndex:
     cdef readonly object entries    # the posting entries (ENTRY_DTYPE): see build_postings, sign_entries
     cdef object _tables                     # the query-side tables (compact_vocabulary, token_info)
     cdef object _ref_column                 # entries["ref"], compact (see top_k)
+    cdef object _fp_order                   # (fps, fpi), made on first top-1 (see top_k)
     cdef object _lock
     cdef readonly Collection refs
     cdef readonly object last_stats
@@ -257,12 +258,16 @@ cdef class ReferenceIndex:
     def __init__(self, Collection refs, const uint64_t[::1] tkeys, const int64_t[::1] tids,
                  const int64_t[::1] toff, const int64_t[::1] pptr, entries,
                  const int32_t[::1] psuf, const uint32_t[::1] pcnt,
-                 const uint64_t[::1] fps, const int64_t[::1] fpi, const int64_t[::1] rank,
-                 const int32_t[::1] maxe, const int64_t[::1] rrec, int n_threads=1):
+                 const int64_t[::1] rank, const int32_t[::1] maxe, const int64_t[::1] rrec,
+                 int n_threads=1):
         self.refs = refs
         self._lock = threading.Lock()
         self._ref_column = None
+        self._fp_order = None
         self.x.pref = NULL
+        self.x.fps = NULL
+        self.x.fpi = NULL
+        self.x.nfp = 0
         # the entries' signatures are made here (sign_entries), which also
         # checks the dtype and every reference id
         psig = sign_entries(refs, entries, n_threads)
@@ -278,7 +283,7 @@ cdef class ReferenceIndex:
         # and per-token tables are rebuilt compactly below (vocab, tinfo), so
         # the build's own arrays are not kept
         self.entries = entries
-        self._keep = (entries, psuf, pcnt, fps, fpi, rrec)
+        self._keep = (entries, psuf, pcnt, rrec)
         self._psig = psig
         self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if m else NULL
         self.x.psig = &sv[0] if m else NULL
@@ -287,9 +292,6 @@ cdef class ReferenceIndex:
         self.x.sig_bits = 64 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
         self.x.pcnt = (&pcnt[0] if pcnt.shape[0] else NULL) if refs.c.c != NULL else NULL
-        self.x.fps = &fps[0] if fps.shape[0] else NULL
-        self.x.fpi = &fpi[0] if fpi.shape[0] else NULL
-        self.x.nfp = fps.shape[0]
         gptr, gsize, gstart = size_groups(pptr, entries["size"], GROUPED_POSTING, n_threads)
         grp = group_records(gsize, gstart, psuf)
         self.groups = (gptr, grp["size"], grp["start"], grp["top"])
@@ -323,6 +325,38 @@ cdef class ReferenceIndex:
                 self._ref_column = column
                 self.x.pref = &col[0]
 
+    def _need_fingerprint_order(self):
+        """Sort the references' fingerprints once (kept until the index goes).
+
+        Only the top-1 search reads them (its exact-duplicate shortcut,
+        ``exact_duplicate``): a join never pays the sort, which is serial
+        (``stable_argsort_u64``): about a tenth of a 1M-row build.
+        Made on first use, under a lock (concurrent callers share one).
+        """
+        cdef const uint64_t[::1] fv
+        cdef const int64_t[::1] iv
+        if self.x.nfp != 0 or self.refs.c.n == 0:
+            return
+        with self._lock:
+            if self._fp_order is None:
+                from overlap._order import stable_argsort_u64
+
+                fp = self.refs.fingerprints
+                fpi = stable_argsort_u64(fp)
+                fps = np.ascontiguousarray(fp[fpi])
+                fv = fps
+                iv = fpi
+                self._fp_order = (fps, fpi)
+                self.x.fps = &fv[0]
+                self.x.fpi = &iv[0]
+                self.x.nfp = fps.shape[0]
+
+    @property
+    def fingerprint_order(self):
+        """(fingerprints ascending, their reference ids): the top-1 shortcut's table."""
+        self._need_fingerprint_order()
+        return self._fp_order
+
     @property
     def entry_signatures(self):
         """The row signature (row_sig64) of every posting entry's reference."""
@@ -334,6 +368,8 @@ cdef class ReferenceIndex:
         """Top-k search for queries[start:stop] into out_*[start:stop]."""
         if min_score < POSITIONAL_CUT:
             self._need_ref_column()
+        if k == 1:
+            self._need_fingerprint_order()
         stats = np.zeros((max(1, n_threads), 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,

@@ -144,6 +144,32 @@ def test_ties_go_to_lowest_index_and_no_overlap_gives_minus_one():
     assert top.index[1].tolist() == [-1, -1, -1]
 
 
+def test_top1_answers_exact_duplicates_from_the_fingerprint_order(monkeypatch):
+    """Identical rows are found by fingerprint, without reading a posting.
+
+    The fingerprint order is sorted on the first top-1 search (a join never
+    needs it); it must be numpy's stable argsort of the fingerprints.
+    """
+    from overlap import _bitslice_index
+
+    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "postings")
+    refs = TokenSets.from_ids([[5, 6], [1, 2, 3], [4], [3, 2, 1], [1, 2, 3], [4]])
+    idx = OverlapIndex(refs)
+    idx.join(refs, threshold=0.5)
+    qs = TokenSets.from_ids([[2, 3, 1], [4], [6, 5]])
+    res = idx.max_overlap(qs)
+    assert res.index.tolist() == [1, 2, 0] and res.score.tolist() == [1.0] * 3
+    assert idx._index.last_stats[0] == 0  # no posting read: every query had a twin
+    rest = idx.max_overlap(None)  # all vs rest: the twin is another row
+    assert rest.index.tolist() == [-1, 3, 5, 1, 1, 2]
+    fps, fpi = idx._index.fingerprint_order
+    fp = idx._index.refs.fingerprints
+    np.testing.assert_array_equal(fpi, np.argsort(fp, kind="stable"))
+    np.testing.assert_array_equal(fps, fp[fpi])
+    empty = OverlapIndex(TokenSets.from_ids([]))
+    assert empty._index.fingerprint_order is None
+
+
 def test_multi_field_takes_the_minimum():
     ctx = TokenSets.from_texts(["hello there friend", "hello there friend"])
     rsp = TokenSets.from_texts(["hi", "completely different words"])
