@@ -37,7 +37,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
-from libc.math cimport floor
+from libc.math cimport ceil, floor
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._sets cimport chunk_first_slots, dice, intersect_sets, intersect_bags, fmix64, sort_u64, topk_insert
@@ -592,6 +592,45 @@ cdef extern from *:
     #endif
     """
     void overlap_prefetch(const void* p) noexcept nogil
+
+
+cdef extern from "_sigscan.h" nogil:
+    ctypedef int (*sig_scan_fn)(const uint64_t* sig, int64_t* p, int64_t end, uint64_t qsig,
+                                int F, int b, uint64_t mask, const int* allowed,
+                                int64_t* out, int room) noexcept nogil
+    int sig_cpu_level() noexcept
+    sig_scan_fn sig_scan_for(int level) noexcept
+
+# the group signature test of the join's walk (walk_fill): the popcnt
+# instruction where the CPU has it, chosen once at import
+cdef int _sig_cpu_level = sig_cpu_level()
+cdef int _sig_level = _sig_cpu_level
+cdef sig_scan_fn _sig_scan = sig_scan_for(_sig_level)
+
+
+def popcount_cpu_level():
+    """Highest population-count level this CPU runs: 0 portable, 1 popcnt."""
+    return _sig_cpu_level
+
+
+def popcount_level():
+    """The population-count level the join's signature test uses now."""
+    return _sig_level
+
+
+def set_popcount_level(int level):
+    """Use population-count level ``level`` (<= popcount_cpu_level()); returns the previous one.
+
+    Every level computes the same integers; tests run each one.  Not for use
+    while another thread runs a join.
+    """
+    global _sig_level, _sig_scan
+    if level < 0 or level > _sig_cpu_level:
+        raise ValueError(f"level must be in [0, {_sig_cpu_level}] on this CPU, got {level}")
+    prev = _sig_level
+    _sig_level = level
+    _sig_scan = sig_scan_for(level)
+    return prev
 
 
 cdef inline int popcount64(uint64_t x) noexcept nogil:
@@ -1315,16 +1354,19 @@ cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcep
 
 
 cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
-                              int64_t q) noexcept nogil:
+                              int64_t q, int64_t zmin) noexcept nogil:
     """Entries the scan of the loaded field would read at the floor threshold, or more.
 
-    Tokens past the query prefix and sizes outside the length window are not
-    read (see count_postings); with a floor of 0 this is every posting entry.
-    Short postings count whole, so 0 still means the scan reads nothing.
+    Tokens past the query prefix and sizes outside the length window (or
+    below ``zmin``, see walk_start) are not read (see count_postings); with a
+    floor of 0 this is every posting entry.  Short postings count whole, so 0
+    still means the scan reads nothing.
     """
     cdef double floor = T.floor_score, cut = T.floor_score * (1.0 - 1e-12)
     cdef int64_t rest = u.rest, cost = 0, m, t, x, zlo, zhi
     size_window(q, cut, &zlo, &zhi)
+    if zmin > zlo:
+        zlo = zmin
     for m in range(u.n_tokens):
         if floor > 0.0 and dice(rest, q, rest) < floor:
             break
@@ -1349,6 +1391,9 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
     """
     cdef int f, last = T.Q.F - 1
     cdef int64_t cost, best_cost = -1
+    # a self-join driven by field 0 reads only sizes >= the query's own there
+    # (see scan_posting), which often makes field 0 the cheaper driver
+    cdef bint upper = T.exclude and T.mode == MODE_JOIN
     if T.Q.F == 1:
         load_tokens(T, u, s, 0)
         u.driver = 0
@@ -1356,7 +1401,7 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
         return u.n_tokens > 0
     for f in range(T.Q.F):
         load_tokens(T, u, s, f)
-        cost = scan_cost(T, u, s, u.sizes[f])
+        cost = scan_cost(T, u, s, u.sizes[f], u.sizes[0] if upper and f == 0 else 0)
         u.costs[f] = cost
         if cost == 0:
             return False
@@ -1551,7 +1596,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
     prefix of the group: e descends within it); False when the walk is over."""
     cdef const Group* grp
     cdef const int32_t* psuf = w.X.psuf
-    cdef int64_t z, e, p, gend, rest = w.rest
+    cdef int64_t z, e, p, gend, emin, rest = w.rest
     cdef double need
     while True:
         w.g += 1
@@ -1572,11 +1617,12 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
             prefetch_group(w.X, w.g + GROUPS_AHEAD,
                            grp[GROUPS_AHEAD + 1].start if w.g + GROUPS_AHEAD + 1 < w.g_end
                            else w.post_end)
+        # an entry passes when 2.0 * min(e, rest) >= need; rest passes (the
+        # top did), so exactly when e >= ceil(need / 2): need / 2 is exact in
+        # binary floating point, and an integer e is >= x iff it is >= ceil(x)
+        emin = <int64_t>ceil(0.5 * need)
         p = grp.start + 1   # its first entry holds the top, which passed
-        while p < gend:
-            e = psuf[p]
-            if 2.0 * <double>(e if e < rest else rest) < need:
-                break
+        while p < gend and psuf[p] >= emin:
             p += 1
         w.n_read += p - grp.start
         if p < gend:
@@ -1598,15 +1644,15 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
 
     A long posting is read a size group at a time: the entries that pass
     the positional filter are found on the suffix-mass column alone, then
-    their signatures are tested in one tight loop, against per-field limits
-    that are integers within the group (sig_driver_bits).
+    their signatures are tested in one tight loop (_sig_scan, _sigscan.h),
+    against per-field limits that are integers within the group
+    (sig_driver_bits).
     """
     cdef const uint64_t* psig = w.X.psig
-    cdef int n = 0, g, F = sf.F, b = sf.b
+    cdef int n = 0, g, j, got, F = sf.F, b = sf.b
     cdef int64_t p, end, z
-    cdef uint64_t qsig = sf.qsig, mask = sf.mask, x
+    cdef uint64_t qsig = sf.qsig, mask = sf.mask
     cdef int allowed[_limits.MAX_FIELDS]
-    cdef bint ok
     if not w.grouped:
         while n < cap:
             p = walk_next(w)
@@ -1637,18 +1683,10 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
             p = end
         else:
             allowed[sf.driver] = w.sig_driver
-            while p < end and n < cap:
-                x = qsig ^ psig[p]
-                ok = True
-                for g in range(F):
-                    if popcount64((x >> (g * b)) & mask) > allowed[g]:
-                        ok = False
-                        break
-                if ok:
-                    out_p[n] = p
-                    out_z[n] = <int32_t>z
-                    n += 1
-                p += 1
+            got = _sig_scan(psig, &p, end, qsig, F, b, mask, allowed, out_p + n, cap - n)
+            for j in range(n, n + got):
+                out_z[j] = <int32_t>z
+            n += got
         w.p = p
     return n
 

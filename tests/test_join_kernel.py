@@ -19,6 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import _reference as ref
+from _levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, dedup, max_overlap, overlap_join
 from overlap import _search
 
@@ -81,11 +82,12 @@ def test_join_on_dense_corpora(data, multiset, threshold, n_fields):
     b = data.draw(dense_collections(n_fields, 33, 50))
     la, lb = build(a, multiset), build(b, multiset)
     want = ref.join(units(a, multiset), units(b, multiset), threshold)
-    for nt in (1, 2):
-        assert triples(overlap_join(la, lb, threshold=threshold, n_threads=nt)) == want
     want_self = ref.join(units(a, multiset), None, threshold)
-    for nt in (1, 2):
-        assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want_self
+    for level in POPCOUNT_LEVELS:
+        with popcount_level(level):
+            for nt in (1, 2):
+                assert triples(overlap_join(la, lb, threshold=threshold, n_threads=nt)) == want
+                assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want_self
 
 
 @settings(max_examples=25)
@@ -110,8 +112,19 @@ def test_join_on_dense_corpora_with_many_fields(data, multiset, threshold, n_fie
         a.append(col)
     la = build(a, multiset)
     want = ref.join(units(a, multiset), None, threshold)
-    for nt in (1, 2):
-        assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want
+    for level in POPCOUNT_LEVELS:
+        with popcount_level(level):
+            for nt in (1, 2):
+                assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want
+
+
+def test_popcount_levels_are_those_of_this_cpu():
+    top = _search.popcount_cpu_level()
+    assert top in (0, 1) and _search.popcount_level() == top  # the best, by default
+    for bad in (-1, top + 1):
+        with pytest.raises(ValueError, match="level must be in"):
+            _search.set_popcount_level(bad)
+    assert _search.popcount_level() == top
 
 
 @settings(max_examples=60)

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import _reference as ref
+from _levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, max_overlap, overlap_join
 from overlap import _search
 from overlap._index import collection
@@ -127,11 +128,13 @@ def test_join_with_saturated_signatures(data, n_fields, multiset, threshold):
     b = data.draw(corpora(n_fields, 10, 30))
     want = ref.join(units(a, multiset), units(b, multiset), threshold)
     want_self = ref.join(units(a, multiset), None, threshold)
-    for nt in (1, 2):
-        assert triples(overlap_join(build(a, multiset), build(b, multiset),
-                                    threshold=threshold, n_threads=nt)) == want
-        assert triples(overlap_join(build(a, multiset), threshold=threshold,
-                                    n_threads=nt)) == want_self
+    for level in POPCOUNT_LEVELS:
+        with popcount_level(level):
+            for nt in (1, 2):
+                assert triples(overlap_join(build(a, multiset), build(b, multiset),
+                                            threshold=threshold, n_threads=nt)) == want
+                assert triples(overlap_join(build(a, multiset), threshold=threshold,
+                                            n_threads=nt)) == want_self
 
 
 @settings(max_examples=40, deadline=None)
