@@ -600,6 +600,8 @@ cdef extern from "_sigscan.h" nogil:
                                 int64_t* out, int room) noexcept nogil
     int sig_cpu_level() noexcept
     sig_scan_fn sig_scan_for(int level) noexcept
+    # set bits of x (SWAR: no libgcc call and no -mpopcnt needed)
+    int popcount64 "sig_popcount_swar"(uint64_t x) noexcept
 
 # the group signature test of the join's walk (walk_fill): the popcnt
 # instruction where the CPU has it, chosen once at import
@@ -631,14 +633,6 @@ def set_popcount_level(int level):
     _sig_level = level
     _sig_scan = sig_scan_for(level)
     return prev
-
-
-cdef inline int popcount64(uint64_t x) noexcept nogil:
-    """Set bits of x (SWAR: no libgcc call and no -mpopcnt needed)."""
-    x = x - ((x >> 1) & <uint64_t>0x5555555555555555ULL)
-    x = (x & <uint64_t>0x3333333333333333ULL) + ((x >> 2) & <uint64_t>0x3333333333333333ULL)
-    x = (x + (x >> 4)) & <uint64_t>0x0F0F0F0F0F0F0F0FULL
-    return <int>((x * <uint64_t>0x0101010101010101ULL) >> 56)
 
 
 cdef inline void row_signature(const uint64_t* h, int64_t n, uint64_t* sig) noexcept nogil:

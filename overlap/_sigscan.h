@@ -14,6 +14,8 @@
  * supports is chosen at run time (never -march=native).  Both compute the
  * same integers; on other architectures there is one copy, by the
  * compiler's builtin, which their baselines run in hardware.
+ *
+ * sig_popcount_swar is also the kernel's popcount64 (sig_admits, can_reach).
  */
 #ifndef OVERLAP_SIGSCAN_H
 #define OVERLAP_SIGSCAN_H
