@@ -17,8 +17,8 @@ _EMPTY_U32 = np.zeros(0, dtype=np.uint32)
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def collection(fields: tuple, n_threads: int) -> _search.Collection:
-    """Concatenate aligned fields into one flat Collection (with fingerprints)."""
+def collection(fields: tuple) -> _search.Collection:
+    """Concatenate aligned fields into one flat Collection (fingerprints on first use)."""
     n = len(fields[0])
     nf = len(fields)
     multiset = fields[0].multiset
@@ -33,8 +33,7 @@ def collection(fields: tuple, n_threads: int) -> _search.Collection:
         h = np.concatenate([ts.hashes for ts in fields])
         c = np.concatenate([ts.counts for ts in fields]) if multiset else _EMPTY_U32
         sz = np.concatenate([ts.sizes for ts in fields])
-    fp = _search.row_fingerprints(ip, h, c, nf, n, multiset, n_threads)
-    return _search.Collection(ip, h, c, sz, fp, nf, n, multiset)
+    return _search.Collection(ip, h, c, sz, nf, n, multiset)
 
 
 def reference_index(

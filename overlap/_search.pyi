@@ -14,7 +14,11 @@ def popcount_level() -> int: ...
 def set_popcount_level(level: int) -> int: ...
 
 class Collection:
-    fingerprints: NDArray[np.uint64]
+    @property
+    def fingerprints(self) -> NDArray[np.uint64]: ...
+    @property
+    def has_fingerprints(self) -> bool: ...
+    def need_fingerprints(self, n_threads: int = 1) -> NDArray[np.uint64]: ...
     def records(self, n_threads: int) -> NDArray[np.int64]: ...
     def __init__(
         self,
@@ -22,7 +26,6 @@ class Collection:
         h: NDArray[np.uint64],
         cnt: NDArray[np.uint32],
         sz: NDArray[np.int64],
-        fp: NDArray[np.uint64],
         n_fields: int,
         n: int,
         multiset: bool,

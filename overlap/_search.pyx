@@ -217,27 +217,63 @@ ctypedef struct Scratch:
 
 
 cdef class Collection:
-    """Flat view of one or more aligned fields (kept alive while kernels run)."""
+    """Flat view of one or more aligned fields (kept alive while kernels run).
+
+    The rows' fingerprints are made on first use (need_fingerprints): only
+    the top-1 exact-duplicate shortcut and dedup's identical-unit labels
+    read them, so a join never pays for them.
+    """
     cdef Coll c
     cdef object _keep
-    cdef readonly object fingerprints
+    cdef object _fp
+    cdef object _lock
 
     def __init__(self, const int64_t[::1] ip, const uint64_t[::1] h, const uint32_t[::1] cnt,
-                 const int64_t[::1] sz, const uint64_t[::1] fp, int n_fields, int64_t n,
-                 bint multiset):
-        self._keep = (ip, h, cnt, sz, fp)
-        self.fingerprints = np.asarray(fp)
+                 const int64_t[::1] sz, int n_fields, int64_t n, bint multiset):
+        self._keep = (ip, h, cnt, sz)
+        self._fp = None
+        self._lock = threading.Lock()
         self.c.F = n_fields
         self.c.n = n
         self.c.ip = &ip[0]
         self.c.h = &h[0] if h.shape[0] else NULL
         self.c.c = (&cnt[0] if cnt.shape[0] else NULL) if multiset else NULL
         self.c.sz = &sz[0] if sz.shape[0] else NULL
-        self.c.fp = &fp[0] if fp.shape[0] else NULL
+        self.c.fp = NULL
+
+    def need_fingerprints(self, int n_threads=1):
+        """Every row's fingerprint (row_fingerprints), made once on n_threads.
+
+        Kept while the collection lives; made under a lock, so concurrent
+        callers share one array (the same for any n_threads).
+        """
+        cdef const uint64_t[::1] fv
+        if self._fp is not None:
+            return self._fp
+        with self._lock:
+            if self._fp is None:
+                ip, h, cnt, sz = self._keep
+                fp = row_fingerprints(ip, h, cnt, self.c.F, self.c.n, self.c.c != NULL,
+                                      n_threads)
+                fp.flags.writeable = False
+                fv = fp
+                self.c.fp = &fv[0] if fp.shape[0] else NULL
+                self._fp = fp
+        return self._fp
+
+    @property
+    def fingerprints(self):
+        """Every row's fingerprint (made on first use, see need_fingerprints)."""
+        return self.need_fingerprints(1)
+
+    @property
+    def has_fingerprints(self):
+        """Whether the fingerprints have been made."""
+        return self._fp is not None
 
     def records(self, int n_threads):
         """Per row and field: size, row bounds and token signature (see can_reach)."""
-        ip, h, cnt, sz, fp = self._keep
+        ip, h, cnt, sz = self._keep
         return reference_records(ip, h, sz, self.c.F, self.c.n, n_threads)
 
 
@@ -325,7 +361,7 @@ cdef class ReferenceIndex:
                 self._ref_column = column
                 self.x.pref = &col[0]
 
-    def _need_fingerprint_order(self):
+    def _need_fingerprint_order(self, int n_threads=1):
         """Sort the references' fingerprints once (kept until the index goes).
 
         Only the top-1 search reads them (its exact-duplicate shortcut,
@@ -341,7 +377,7 @@ cdef class ReferenceIndex:
             if self._fp_order is None:
                 from overlap._order import stable_argsort_u64
 
-                fp = self.refs.fingerprints
+                fp = self.refs.need_fingerprints(n_threads)
                 fpi = stable_argsort_u64(fp)
                 fps = np.ascontiguousarray(fp[fpi])
                 fv = fps
@@ -369,7 +405,9 @@ cdef class ReferenceIndex:
         if min_score < POSITIONAL_CUT:
             self._need_ref_column()
         if k == 1:
-            self._need_fingerprint_order()
+            # the exact-duplicate shortcut reads both sides' fingerprints
+            queries.need_fingerprints(n_threads)
+            self._need_fingerprint_order(n_threads)
         stats = np.zeros((max(1, n_threads), 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
@@ -2106,7 +2144,8 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
     s.nk = 0
     if not prepare_query(T, qi, &u):
         return
-    if T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and exact_duplicate(T, &u, s):
+    if (T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and T.Q.fp != NULL
+            and exact_duplicate(T, &u, s)):
         return
     if not choose_driver(T, &u, s):
         return

@@ -158,7 +158,7 @@ def exact_duplicates(units: Fields, *, n_threads: int | None = None) -> np.ndarr
     label = np.arange(n, dtype=np.int64)
     if n < 2:
         return label
-    fp = _index.collection(fields, nt).fingerprints
+    fp = _index.collection(fields).need_fingerprints(nt)
     order = stable_argsort_u64(fp)
     sfp = fp[order]
     run_start = np.ones(n, dtype=bool)
@@ -172,7 +172,7 @@ def exact_duplicates(units: Fields, *, n_threads: int | None = None) -> np.ndarr
     for ts in fields:
         a, b = ts.take(m_idx), ts.take(h_idx)
         sa, sb = a.sizes, b.sizes
-        r = _search.pair_ratios(_index.collection((a,), nt), _index.collection((b,), nt), nt)
+        r = _search.pair_ratios(_index.collection((a,)), _index.collection((b,)), nt)
         same &= (sa == sb) & ((sa == 0) | (r == 1.0))
     label[m_idx[same]] = h_idx[same]
     if not same.all():  # fingerprint collision: settle those runs exactly

@@ -189,7 +189,7 @@ class OverlapIndex:
         _check_rows(self._max_row, len(fields), name,
                     _index.max_mass(fields) if as_queries else 0)
         nt = threads_for(len(fields[0]), nt, 4096)
-        self._coll = _index.collection(fields, nt)
+        self._coll = _index.collection(fields)
         self._build_threads = nt
         self._postings: _search.ReferenceIndex | None = None
         self._postings_lock = threading.Lock()
@@ -231,7 +231,7 @@ class OverlapIndex:
             check_compatible(qfields, self._fields, qname, rname)
             q_row = _index.max_row(qfields)
             _check_rows(q_row, len(qfields), qname, _index.max_mass(qfields))
-            qcoll = _index.collection(qfields, threads_for(len(qfields[0]), nt, 4096))
+            qcoll = _index.collection(qfields)
             against_self = False
         max_row = max(self._max_row, q_row)
         max_mass = _index.max_mass(qfields)
@@ -349,7 +349,7 @@ def ratio(a: Fields, b: Fields, *, n_threads: int | None = None) -> np.ndarray:
     if len(fa[0]) != len(fb[0]):
         raise ValueError(f"a and b must have the same length, got {len(fa[0])} and {len(fb[0])}")
     nt = threads_for(len(fa[0]), effective_n_threads(n_threads), 4096)
-    return _search.pair_ratios(_index.collection(fa, nt), _index.collection(fb, nt), nt)
+    return _search.pair_ratios(_index.collection(fa), _index.collection(fb), nt)
 
 
 def max_overlap(

@@ -219,7 +219,7 @@ def test_index_build_is_the_same_for_every_thread_count(shape, multiset):
     assert sum(ts.nnz for ts in fields) >= 65536
     built = []
     for nt in (1, 2, 5):
-        ri = _index.reference_index(tuple(fields), _index.collection(tuple(fields), nt), nt)
+        ri = _index.reference_index(tuple(fields), _index.collection(tuple(fields)), nt)
         built.append((ri.entries.copy(), [np.asarray(g).copy() for g in ri.groups]))
     for entries, groups in built[1:]:
         np.testing.assert_array_equal(entries, built[0][0])
@@ -272,7 +272,7 @@ def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multis
         # bags: some tokens repeated (counts above one)
         rows.append(np.concatenate([row, row[: int(rng.integers(0, z + 1))]]).tolist())
     ts = TokenSets.from_ids(rows, multiset=multiset)
-    coll = _index.collection((ts,), n_threads)
+    coll = _index.collection((ts,))
     inverse = np.empty(ts.nnz, dtype=np.int64)
     ((vocab, _, _, _, df),) = _index.vocabularies((ts,), n_threads, inverse)
     rank = np.empty(vocab.shape[0], dtype=np.int64)
@@ -358,7 +358,7 @@ def test_sorted_pairs_rejects_indices_out_of_range():
 def _check_posting_order(ts, n_threads):
     from overlap import _index
 
-    ri = _index.reference_index((ts,), _index.collection((ts,), n_threads), n_threads)
+    ri = _index.reference_index((ts,), _index.collection((ts,)), n_threads)
     ent = ri.entries
     # the suffix masses from the definition: rank tokens rarest first, ties by hash
     df = {}

@@ -170,6 +170,43 @@ def test_top1_answers_exact_duplicates_from_the_fingerprint_order(monkeypatch):
     assert empty._index.fingerprint_order is None
 
 
+def test_fingerprints_are_made_by_the_first_top1_search_only(monkeypatch):
+    """A join or a top-3 search leaves both sides' fingerprints unmade; the
+    first top-1 search makes them, the same for any thread count, and the
+    exact-duplicate shortcut then answers from them."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from overlap import _bitslice_index, _index
+    from overlap._search import row_fingerprints
+
+    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "postings")
+    rows = [[5, 6], [1, 2, 3], [4], [3, 2, 1], [1, 2, 3], [4], []]
+    refs = TokenSets.from_ids(rows)
+    qs = TokenSets.from_ids([[2, 3, 1], [9], [6, 5]])
+    idx = OverlapIndex(refs)
+    coll = idx._coll
+    idx.join(refs, threshold=0.5)
+    idx.join(None, threshold=0.5)
+    idx.max_overlap(qs, top_k=3)
+    assert not coll.has_fingerprints
+    res = idx.max_overlap(qs)
+    assert coll.has_fingerprints
+    assert res.index.tolist() == [1, -1, 0] and res.score.tolist() == [1.0, 0.0, 1.0]
+    ip = np.ascontiguousarray(refs.indptr, dtype=np.int64)
+    h = np.ascontiguousarray(refs.hashes, dtype=np.uint64)
+    want = row_fingerprints(ip, h, np.zeros(0, dtype=np.uint32), 1, len(refs), False, 1)
+    np.testing.assert_array_equal(coll.fingerprints, want)
+    for nt in (1, 2, 3):
+        fresh = _index.collection((refs,))
+        np.testing.assert_array_equal(fresh.need_fingerprints(nt), want)
+        assert fresh.need_fingerprints(1) is fresh.fingerprints  # made once
+    shared = _index.collection((refs,))
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda nt: shared.need_fingerprints(nt), [1, 2, 3, 4] * 4))
+    assert all(g is got[0] for g in got)
+    np.testing.assert_array_equal(got[0], want)
+
+
 def test_multi_field_takes_the_minimum():
     ctx = TokenSets.from_texts(["hello there friend", "hello there friend"])
     rsp = TokenSets.from_texts(["hi", "completely different words"])

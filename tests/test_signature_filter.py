@@ -48,7 +48,7 @@ def test_entry_signatures_follow_the_definition(n_fields):
     fields = [TokenSets.from_ids([rng.integers(0, 90, rng.integers(0, 40)).tolist()
                                   for _ in range(30)]) for _ in range(n_fields)]
     want = np.array([signature(fields, i) for i in range(30)], dtype=np.uint64)
-    coll = collection(tuple(fields), 1)
+    coll = collection(tuple(fields))
     rows = np.arange(30, dtype=np.int32)[::-1].copy()
     got = _search.entry_signatures(coll, rows, 2)
     np.testing.assert_array_equal(got.astype(np.uint64), want[rows])
@@ -70,7 +70,7 @@ def test_differing_bits_bound_the_intersection(a, b, n_fields, multiset):
     bits = 64 // n_fields
     ts = TokenSets.from_ids([a, b], multiset=multiset)
     sx, sy = (int(v) for v in _search.entry_signatures(
-        collection((ts,) * n_fields, 1), np.array([0, 1], dtype=np.int32), 1))
+        collection((ts,) * n_fields), np.array([0, 1], dtype=np.int32), 1))
     x, y = ref.bag(a, 1, multiset), ref.bag(b, 1, multiset)
     inter = sum((x & y).values())
     mask = (1 << bits) - 1
@@ -174,4 +174,4 @@ def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt):
 
     monkeypatch.setattr(_search, "build_postings", broken)
     with pytest.raises(ValueError, match="out of range|ENTRY_DTYPE"):
-        _index.reference_index((ts,), collection((ts,), 1), 1)
+        _index.reference_index((ts,), collection((ts,)), 1)
