@@ -68,6 +68,7 @@ class ReferenceIndex:
         n_threads: int,
         out_score: NDArray[np.float64],
         out_index: NDArray[np.int64],
+        pool: ScratchPool | None = None,
     ) -> None: ...
     def join(
         self,
@@ -79,7 +80,21 @@ class ReferenceIndex:
         max_row: int,
         max_mass: int,
         n_threads: int,
+        pool: ScratchPool | None = None,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
+
+class ScratchPool:
+    n_threads: int
+    n_refs: int
+    max_row: int
+    max_mass: int
+    n_fields: int
+    k: int
+    def __new__(
+        cls, n_threads: int, n_refs: int, max_row: int, n_fields: int, max_mass: int, k: int
+    ) -> ScratchPool: ...
+    @property
+    def allocated(self) -> int: ...
 
 def entry_signatures(
     refs: Collection, pref: NDArray[np.int32], n_threads: int

@@ -400,8 +400,11 @@ cdef class ReferenceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index):
-        """Top-k search for queries[start:stop] into out_*[start:stop]."""
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, ScratchPool pool=None):
+        """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool)."""
+        cdef int pool_size
+        cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, k,
+                                        &pool_size)
         if min_score < POSITIONAL_CUT:
             self._need_ref_column()
         if k == 1:
@@ -412,17 +415,23 @@ cdef class ReferenceIndex:
         cdef int64_t[:, ::1] sv = stats
         cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
                                   k, min_score, exclude_self, max_row, max_mass, n_threads,
-                                  &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0])
+                                  &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
+                                  slots, pool_size)
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap search: out of memory for per-thread scratch")
 
     def join(self, Collection queries, int64_t start, int64_t stop, double threshold,
-             bint upper_only, int64_t max_row, int64_t max_mass, int n_threads):
+             bint upper_only, int64_t max_row, int64_t max_mass, int n_threads,
+             ScratchPool pool=None):
         """Pairs (i, j, score) with score >= threshold for queries[start:stop] (unsorted).
 
         With ``upper_only`` only references j > i are considered (self-join).
+        Scratch comes from ``pool`` (made with k = 1) when given.
         """
+        cdef int pool_size
+        cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, 1,
+                                        &pool_size)
         cdef int n_buffers = max(1, n_threads), t
         cdef PairBuf* bufs = <PairBuf*>calloc(n_buffers, sizeof(PairBuf))
         if bufs == NULL:
@@ -434,7 +443,7 @@ cdef class ReferenceIndex:
         try:
             ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
                              1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
-                             &sv[0, 0])
+                             &sv[0, 0], slots, pool_size)
             self.last_stats = stats.sum(axis=0)
             for t in range(n_buffers):
                 if bufs[t].failed:
@@ -2243,11 +2252,18 @@ cdef inline void write_top_k(Scratch* s, int64_t qi, int k, double* out_s,
 cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start,
                      int64_t stop, int mode, int k, double floor_score, bint exclude,
                      int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
-                     int64_t* out_i, PairBuf* bufs, int64_t* stats) noexcept nogil:
-    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
+                     int64_t* out_i, PairBuf* bufs, int64_t* stats,
+                     Scratch** pool, int pool_size) noexcept nogil:
+    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed.
+
+    Thread t takes its scratch from pool[t] (made there on first use and
+    kept) when t < pool_size, else makes one for this call; a scratch is
+    clean after every query, so a pool serves one caller's consecutive calls.
+    """
     cdef Task T
     cdef int64_t qi
     cdef int tid = 0, failed = 0
+    cdef bint pooled = False
     cdef Scratch* s = NULL
     T.Q = Q
     T.R = R
@@ -2257,8 +2273,17 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
     T.floor_score = floor_score
     T.exclude = exclude
     with parallel(num_threads=n_threads):
-        s = scratch_new(R.n, max_row, Q.F, max_mass, k)
         tid = omp_get_thread_num()
+        pooled = tid < pool_size
+        s = pool[tid] if pooled else NULL
+        if s == NULL:
+            s = scratch_new(R.n, max_row, Q.F, max_mass, k)
+            if pooled:
+                pool[tid] = s
+        if s != NULL:
+            s.n_post = 0
+            s.n_touch = 0
+            s.n_verify = 0
         try:
             for qi in prange(start, stop, schedule="dynamic", chunksize=16):
                 if s == NULL:
@@ -2274,8 +2299,65 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                 stats[3 * tid] += s.n_post
                 stats[3 * tid + 1] += s.n_touch
                 stats[3 * tid + 2] += s.n_verify
-            scratch_free(s)
+            if not pooled:
+                scratch_free(s)
     return 1 if failed else 0
+
+
+cdef class ScratchPool:
+    """The per-thread scratch of one caller's consecutive top_k or join calls.
+
+    Each kernel call would otherwise allocate, fault in and free a scratch
+    per thread (about 45 bytes per reference each); a pool keeps them from
+    one call to the next.  Made for one shape of call: ``n_refs``
+    references, rows up to ``max_row`` tokens and ``max_mass`` mass,
+    ``n_fields`` fields and ``k`` matches kept; calls with more threads than
+    ``n_threads`` make the rest per call.  Not for two calls at once.
+    """
+    cdef Scratch** s
+    cdef readonly int n_threads
+    cdef readonly int64_t n_refs, max_row, max_mass
+    cdef readonly int n_fields, k
+
+    def __cinit__(self, int n_threads, int64_t n_refs, int64_t max_row, int n_fields,
+                  int64_t max_mass, int k):
+        if n_threads < 1 or n_refs < 0 or max_row < 0 or max_mass < 0 or k < 1 or not (
+                1 <= n_fields <= _limits.MAX_FIELDS):
+            raise ValueError("ScratchPool: a shape out of range")
+        self.s = <Scratch**>calloc(n_threads, sizeof(Scratch*))
+        if self.s == NULL:
+            raise MemoryError("ScratchPool: out of memory")
+        self.n_threads = n_threads
+        self.n_refs = n_refs
+        self.max_row = max_row
+        self.n_fields = n_fields
+        self.max_mass = max_mass
+        self.k = k
+
+    def __dealloc__(self):
+        cdef int t
+        if self.s != NULL:
+            for t in range(self.n_threads):
+                scratch_free(self.s[t])
+            free(self.s)
+
+    @property
+    def allocated(self):
+        """How many threads' scratch the pool holds."""
+        return sum(1 for t in range(self.n_threads) if self.s[t] != NULL)
+
+
+cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t max_row,
+                        int64_t max_mass, int k, int* size) except? NULL:
+    """pool's slots for a call of this shape (size 0 and NULL without a pool)."""
+    size[0] = 0
+    if pool is None:
+        return NULL
+    if (pool.n_refs != R.n or pool.n_fields != Q.F or pool.k != k or max_row > pool.max_row
+            or max_mass > pool.max_mass):
+        raise ValueError("overlap search: a scratch pool made for another shape of call")
+    size[0] = pool.n_threads
+    return pool.s
 
 
 # ---------------------------------------------------------------- ratios and fingerprints

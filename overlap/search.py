@@ -260,10 +260,12 @@ class OverlapIndex:
         n = work.shape[0] - 1
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
+        # the chunks' calls share their per-thread scratch
+        pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, top_k)
 
         def run(start: int, stop: int, threads: int) -> None:
             self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, max_mass,
-                              threads, score, index)
+                              threads, score, index, pool)
 
         # the bit-sliced kernel where its cost model says it pays (same results)
         qfields = None if queries is None else as_fields(queries, "queries")
@@ -296,10 +298,12 @@ class OverlapIndex:
         nt = effective_n_threads(n_threads)
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
         parts = []
+        # the chunks' calls share their per-thread scratch
+        pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, 1)
 
         def run(start: int, stop: int, threads: int) -> None:
             parts.append(self._index.join(qcoll, start, stop, threshold, upper, max_row,
-                                          max_mass, threads))
+                                          max_mass, threads, pool))
 
         _run_chunks(run, work, nt, progress, "overlap_join")
         return JoinResult(*_search.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))

@@ -463,3 +463,70 @@ def test_pair_order_refuses_mismatched_arrays():
 
     with pytest.raises(ValueError, match="pair_order"):
         pair_order(np.zeros(2, dtype=np.int64), np.zeros(3, dtype=np.int64))
+
+
+@settings(max_examples=25, deadline=None)
+@given(dense_collections(2), st.lists(st.integers(1, 30), min_size=1, max_size=6),
+       st.sampled_from(THRESHOLDS), st.integers(1, 3))
+def test_a_scratch_pool_serves_a_callers_consecutive_calls(fields, cuts, threshold, nt):
+    """Chunked kernel calls that share a ScratchPool (as every public join and
+    search does) give what one call without a pool gives: a scratch is clean
+    after every query, whatever the last call left in it."""
+    from overlap import _index
+
+    ts = build(fields)
+    idx = OverlapIndex(ts)
+    ri, coll, n = idx._index, idx._coll, len(ts[0])
+    max_row, max_mass = idx._max_row, _index.max_mass(tuple(ts))
+    bounds = np.unique(np.clip(np.cumsum([0] + cuts), 0, n)).tolist()
+    if bounds[-1] != n:
+        bounds.append(n)
+
+    def chunked(call):
+        """The calls' results, and their last_stats (entries read, ...) summed."""
+        out, stats = [], np.zeros(3, dtype=np.int64)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            out.append(call(a, b))
+            stats += ri.last_stats
+        return out, stats
+
+    for upper in (False, True):
+        want = ri.join(coll, 0, n, threshold, upper, max_row, max_mass, nt)
+        _, plain_stats = chunked(lambda a, b: ri.join(coll, a, b, threshold, upper, max_row,
+                                                      max_mass, nt))
+        pool = _search.ScratchPool(nt, n, max_row, 2, max_mass, 1)
+        parts, pool_stats = chunked(lambda a, b: ri.join(coll, a, b, threshold, upper, max_row,
+                                                         max_mass, nt + 1, pool))  # a thread more
+        assert 1 <= pool.allocated <= nt
+        got = _search.sorted_pairs(parts, n, n, 1)
+        want = _search.sorted_pairs([want], n, n, 1)
+        for g, w in zip(got, want):
+            np.testing.assert_array_equal(g, w)
+        # each call counts its own work (a join's counts do not depend on the order)
+        np.testing.assert_array_equal(pool_stats, plain_stats)
+    for k, exclude in ((1, False), (1, True), (3, True)):
+        s0, i0 = np.zeros((n, k)), np.full((n, k), -1, dtype=np.int64)
+        ri.top_k(coll, 0, n, k, 0.0, exclude, max_row, max_mass, nt, s0, i0)
+        s1, i1 = np.zeros((n, k)), np.full((n, k), -1, dtype=np.int64)
+        pool = _search.ScratchPool(nt, n, max_row, 2, max_mass, k)
+        chunked(lambda a, b: ri.top_k(coll, a, b, k, 0.0, exclude, max_row, max_mass, nt,
+                                      s1, i1, pool))
+        np.testing.assert_array_equal(s1, s0)
+        np.testing.assert_array_equal(i1, i0)
+
+
+def test_a_scratch_pool_refuses_another_shape_of_call():
+    ts = TokenSets.from_ids([[1, 2, 3], [2, 3, 4], [9]])
+    idx = OverlapIndex(ts)
+    ri, coll = idx._index, idx._coll
+    s, i = np.zeros((3, 1)), np.full((3, 1), -1, dtype=np.int64)
+    for pool in (_search.ScratchPool(2, 4, 3, 1, 3, 1),   # another number of references
+                 _search.ScratchPool(2, 3, 2, 1, 3, 1),   # rows too long for it
+                 _search.ScratchPool(2, 3, 3, 1, 3, 2)):  # another k
+        with pytest.raises(ValueError, match="another shape"):
+            ri.top_k(coll, 0, 3, 1, 0.0, False, 3, 3, 1, s, i, pool)
+        assert pool.allocated == 0
+    with pytest.raises(ValueError, match="out of range"):
+        _search.ScratchPool(0, 3, 3, 1, 3, 1)
+    with pytest.raises(ValueError, match="out of range"):
+        _search.ScratchPool(1, 3, 3, 9, 3, 1)
