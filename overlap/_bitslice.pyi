@@ -57,7 +57,7 @@ class BitsliceIndex:
 
 def fill_field(
     indptr: NDArray[np.int64],
-    inverse: NDArray[np.int64],
+    inverse: NDArray[np.int32],
     order: NDArray[np.int64],
     drow: NDArray[np.int64],
     n_rows: int,

@@ -320,7 +320,7 @@ cdef enum:
     FILL_MIN_TOKENS = 65536
 
 
-def fill_field(const int64_t[::1] indptr, const int64_t[::1] inverse,
+def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
                const int64_t[::1] order, const int64_t[::1] drow, int64_t n_rows,
                int64_t nw, int n_threads):
     """The bitmaps and the rare postings of one field, in the renumbered order.
@@ -365,7 +365,7 @@ def fill_field(const int64_t[::1] indptr, const int64_t[::1] inverse,
     cdef int64_t[::1] fv = fill
     cdef uint64_t* bp = &bv[0] if bv.shape[0] else NULL
     cdef int64_t* fp = &fv[0] if fv.shape[0] else NULL
-    cdef const int64_t* inv = &inverse[0] if nnz else NULL
+    cdef const int32_t* inv = &inverse[0] if nnz else NULL
     cdef int bad = 0
     with nogil:
         # chunk boundaries: about equal tokens each, on 64-reference words

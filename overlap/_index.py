@@ -56,13 +56,16 @@ def reference_index(
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
     total = sum(ts.nnz for ts in fields)
     # every field's vocabulary ids, numbered one field after the other
-    inverse = np.empty(total, dtype=np.int64)
+    inverse = np.empty(total, dtype=np.int32)
     tables = vocabularies(fields, n_threads, inverse)
     tkeys, tids, ranks, dfs = [], [], [], []
     toff = [0]
     nv_total = 0
     for vocab, inv, table_keys, table_ids, df in tables:
         nv = vocab.shape[0]
+        if nv_total + nv > _INT32_MAX:  # the ids are int32
+            raise ValueError(f"references: at most {_INT32_MAX} distinct tokens are "
+                             f"supported over all fields, got {nv_total + nv} or more")
         if nv_total:
             inv += nv_total  # the field's ids follow the previous fields'
         rank = np.empty(nv, dtype=np.int64)
@@ -109,7 +112,7 @@ def max_mass(fields: tuple) -> int:
 def vocabularies(fields: tuple, n_threads: int = 1, out: np.ndarray | None = None) -> list:
     """``_search.vocab_table`` of every field's hashes (ids from 0 in each field).
 
-    Each item is ``(keys, inverse, tkeys, tids, df)``.  With ``out`` (int64,
+    Each item is ``(keys, inverse, tkeys, tids, df)``.  With ``out`` (int32,
     as long as all fields' tokens together) field ``f``'s ids are written into
     its slice of ``out``, fields one after the other.  Several fields are
     built side by side, one field's tokens in chunks on the threads left

@@ -124,7 +124,7 @@ def row_fingerprints(
 ) -> NDArray[np.uint64]: ...
 def build_postings(
     refs: Collection,
-    inverse: NDArray[np.int64],
+    inverse: NDArray[np.int32],
     rank: NDArray[np.int64],
     ptr: NDArray[np.int64],
     max_row: int,
@@ -140,9 +140,9 @@ def sorted_pairs(
     n_threads: int = 1,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
 def vocab_table(
-    hashes: NDArray[np.uint64], out: NDArray[np.int64] | None = None, n_threads: int = 1
+    hashes: NDArray[np.uint64], out: NDArray[np.int32] | None = None, n_threads: int = 1
 ) -> tuple[
-    NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint64], NDArray[np.int64],
+    NDArray[np.uint64], NDArray[np.int32], NDArray[np.uint64], NDArray[np.int64],
     NDArray[np.int64],
 ]: ...
 def reference_records(

@@ -2421,9 +2421,11 @@ cdef enum:
     SCATTER_MIN_TOKENS = 65536
     # hashes below which vocab_table numbers them on one thread
     PARALLEL_VOCAB_TOKENS = 65536
+    # distinct hashes a vocabulary numbers: its ids are int32
+    VOCAB_MAX_IDS = 2147483647
 
 
-cdef inline void row_suffixes(const int64_t* inv, const int64_t* rank, const uint32_t* cnt,
+cdef inline void row_suffixes(const int32_t* inv, const int64_t* rank, const uint32_t* cnt,
                               int64_t L, int32_t* suf, uint64_t* buf) noexcept nogil:
     """Suffix mass of every token of one row, capped at 2**31 - 1.
 
@@ -2473,7 +2475,7 @@ cdef int cmp_group_entries(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
-cdef inline int scatter_row(const int64_t* inv, const uint32_t* cnt, int64_t L, int32_t r,
+cdef inline int scatter_row(const int32_t* inv, const uint32_t* cnt, int64_t L, int32_t r,
                             int32_t z, const int64_t* rank, const int64_t* ptr, int64_t V,
                             int64_t* fill, Entry* ent, int32_t* psuf,
                             uint32_t* pcnt, int64_t room, uint64_t* rbuf,
@@ -2550,7 +2552,7 @@ cdef inline void sort_size_group(Entry* ent, int32_t* psuf, uint32_t* pcnt, int6
             pcnt[a + i] = buf[i].c
 
 
-def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::1] rank,
+def build_postings(Collection refs, const int32_t[::1] inverse, const int64_t[::1] rank,
                    const int64_t[::1] ptr, int64_t max_row, int n_threads):
     """Fill the postings of every field in the scan order.
 
@@ -2585,7 +2587,7 @@ def build_postings(Collection refs, const int64_t[::1] inverse, const int64_t[::
     cdef const int64_t* ip = C.ip
     cdef const uint32_t* cnt = C.c
     cdef const int64_t* sz = C.sz
-    cdef const int64_t* inv = &inverse[0] if nnz else NULL
+    cdef const int32_t* inv = &inverse[0] if nnz else NULL
     cdef const int64_t* rk = &rank[0] if V else NULL
     entries = np.empty(nnz, dtype=ENTRY_DTYPE)
     psuf = np.empty(nnz, dtype=np.int32)
@@ -2861,6 +2863,7 @@ ctypedef struct Vocab:
     int64_t* counts     # counts[id]: occurrences of the key
     int64_t kcap        # room of keys and counts
     int64_t nv          # ids given
+    bint too_many       # a key was refused: ids are int32 (at most VOCAB_MAX_IDS)
 
 
 cdef int vocab_init(Vocab* V) noexcept nogil:
@@ -2869,6 +2872,7 @@ cdef int vocab_init(Vocab* V) noexcept nogil:
     V.cap = 16
     V.kcap = 16
     V.nv = 0
+    V.too_many = False
     V.table = <VocabSlot*>malloc(V.cap * sizeof(VocabSlot))
     V.keys = <uint64_t*>malloc(V.kcap * sizeof(uint64_t))
     V.counts = <int64_t*>malloc(V.kcap * sizeof(int64_t))
@@ -2914,10 +2918,14 @@ cdef int vocab_grow(Vocab* V) noexcept nogil:
 
 
 cdef int64_t vocab_insert(Vocab* V, int64_t slot, uint64_t key, int64_t count) noexcept nogil:
-    """Give ``key`` (absent, ``slot`` its empty probe slot) the next id; -1 when out of memory."""
+    """Give ``key`` (absent, ``slot`` its empty probe slot) the next id; -1 when out
+    of memory or of ids (then ``V.too_many``)."""
     cdef uint64_t* kv
     cdef int64_t* cv
     cdef int64_t vid = V.nv
+    if vid >= VOCAB_MAX_IDS:
+        V.too_many = True
+        return -1
     if vid == V.kcap:
         kv = <uint64_t*>realloc(V.keys, 2 * V.kcap * sizeof(uint64_t))
         if kv == NULL:
@@ -2953,7 +2961,7 @@ cdef int64_t vocab_add(Vocab* V, uint64_t key, int64_t count) noexcept nogil:
         slot = (slot + 1) & mask
 
 
-cdef int vocab_fill(Vocab* V, const uint64_t* hashes, int64_t nnz, int64_t* inv) noexcept nogil:
+cdef int vocab_fill(Vocab* V, const uint64_t* hashes, int64_t nnz, int32_t* inv) noexcept nogil:
     """Number ``hashes`` in first-seen order into ``V``; 1 when out of memory.
 
     ``inv[i]`` gets the id of ``hashes[i]``.  The table is doubled whenever
@@ -2983,7 +2991,7 @@ cdef int vocab_fill(Vocab* V, const uint64_t* hashes, int64_t nnz, int64_t* inv)
                 cnt[vid] += 1
                 break
             slot = (slot + 1) & mask
-        inv[i] = vid
+        inv[i] = <int32_t>vid
     return 0
 
 
@@ -2992,8 +3000,9 @@ def vocab_table(const uint64_t[::1] hashes, out=None, int n_threads=1):
 
     Returns ``(keys, inverse, tkeys, tids, counts)``: ``keys[v]`` is vocabulary
     id ``v``'s hash and ``counts[v]`` how often it occurs, ``inverse`` the id of
-    every input hash (written into ``out``, an int64 array as long as
-    ``hashes``, when given); the table (``tkeys[s]``, ``tids[s]``; a power of
+    every input hash (int32: at most VOCAB_MAX_IDS distinct hashes, else
+    ValueError; written into ``out``, an int32 array as long as ``hashes``,
+    when given); the table (``tkeys[s]``, ``tids[s]``; a power of
     two of at least 16 slots, the smallest at most half full; -1 marks an
     empty slot) maps a hash to its id by linear probing.
 
@@ -3003,8 +3012,8 @@ def vocab_table(const uint64_t[::1] hashes, out=None, int n_threads=1):
     counts as one thread.
     """
     cdef int64_t nnz = hashes.shape[0], j, i, vid
-    inverse = np.empty(nnz, dtype=np.int64) if out is None else out
-    cdef int64_t[::1] inv = inverse
+    inverse = np.empty(nnz, dtype=np.int32) if out is None else out
+    cdef int32_t[::1] inv = inverse
     if inv.shape[0] != nnz:
         raise ValueError("vocab_table: out must be as long as hashes")
     if n_threads < 1:
@@ -3015,7 +3024,7 @@ def vocab_table(const uint64_t[::1] hashes, out=None, int n_threads=1):
     cdef int64_t** remap = <int64_t**>calloc(P, sizeof(int64_t*))
     cdef int failed = cut == NULL or vs == NULL or remap == NULL
     cdef const uint64_t* hp = &hashes[0] if nnz else NULL
-    cdef int64_t* ip = &inv[0] if nnz else NULL
+    cdef int32_t* ip = &inv[0] if nnz else NULL
     cdef Vocab* G
     cdef uint64_t[::1] kout
     cdef uint64_t[::1] tk
@@ -3052,8 +3061,12 @@ def vocab_table(const uint64_t[::1] hashes, out=None, int n_threads=1):
                         for c in range(1, P):
                             for i in prange(cut[c], cut[c + 1], schedule="dynamic",
                                             chunksize=16384):
-                                ip[i] = remap[c][ip[i]]
+                                ip[i] = <int32_t>remap[c][ip[i]]
         if failed:
+            for c in range(P):
+                if vs[c].too_many:
+                    raise ValueError(f"overlap index: at most {VOCAB_MAX_IDS} distinct tokens "
+                                     "per field are supported")
             raise MemoryError("overlap index: out of memory for the vocabulary")
         G = &vs[0]
         keys = np.empty(G.nv, dtype=np.uint64)

@@ -354,6 +354,20 @@ def test_a_too_long_reference_row_is_blamed_on_references():
         overlap_join(refs, threshold=0.5)
 
 
+def test_vocabulary_ids_that_would_not_fit_int32_are_refused(monkeypatch):
+    """The index numbers every field's tokens after the previous fields' in
+    int32; more distinct tokens than int32 holds is a ValueError before the
+    ids wrap (the limit lowered here so that six tokens exceed it)."""
+    from overlap import _index
+
+    ctx = TokenSets.from_ids([[1, 2], [3]])
+    rsp = TokenSets.from_ids([[4], [5, 6]])
+    monkeypatch.setattr(_index, "_INT32_MAX", 5)
+    with pytest.raises(ValueError, match="at most 5 distinct tokens"):
+        OverlapIndex([ctx, rsp])
+    OverlapIndex([ctx, TokenSets.from_ids([[1], [2]])])  # five: fine
+
+
 def test_c_int_overflow_is_a_value_error_naming_the_argument():
     a = TokenSets.from_texts(["a b", "b c"])
     for k in (INT_MAX + 1, 2**63):

@@ -312,7 +312,7 @@ def test_fill_field_follows_its_definition_on_every_thread_count(n, vocab):
     lens = rng.integers(0, min(16, vocab + 1), n)
     indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
     inverse = np.concatenate([rng.choice(vocab, ln, replace=False) for ln in lens]
-                             + [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+                             + [np.zeros(0, dtype=np.int64)]).astype(np.int32)
     order = rng.permutation(n).astype(np.int64)
     drow = np.full(vocab, -1, dtype=np.int64)
     frequent = rng.choice(vocab, vocab // 4, replace=False)
@@ -331,7 +331,7 @@ def test_fill_field_follows_its_definition_on_every_thread_count(n, vocab):
 @pytest.mark.parametrize("bad", ["id", "row", "order", "indptr"])
 def test_fill_field_refuses_out_of_range_input(bad):
     indptr = np.array([0, 2, 3], dtype=np.int64)
-    inverse = np.array([0, 1, 1], dtype=np.int64)
+    inverse = np.array([0, 1, 1], dtype=np.int32)
     order = np.array([1, 0], dtype=np.int64)
     drow = np.array([0, -1], dtype=np.int64)
     if bad == "id":
