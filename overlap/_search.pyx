@@ -37,7 +37,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
-from libc.math cimport ceil, floor
+from libc.math cimport ceil
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._sets cimport chunk_first_slots, dice, intersect_sets, intersect_bags, fmix64, sort_u64, topk_insert
@@ -366,7 +366,7 @@ cdef class ReferenceIndex:
 
         Only the top-1 search reads them (its exact-duplicate shortcut,
         ``exact_duplicate``): a join never pays the sort, which is serial
-        (``stable_argsort_u64``): about a tenth of a 1M-row build.
+        (``stable_argsort_u64``), nor the fingerprints themselves.
         Made on first use, under a lock (concurrent callers share one).
         """
         cdef const uint64_t[::1] fv

@@ -214,7 +214,7 @@ class OverlapIndex:
     def n_fields(self) -> int:
         return len(self._fields)
 
-    def _prepare(self, queries, qname: str, rname: str, nt: int):
+    def _prepare(self, queries, qname: str, rname: str):
         """(collection, work, against_self, max_row, max_mass) for a query set.
 
         ``work`` is :func:`query_work` of the queries (its length is n + 1).
@@ -254,9 +254,7 @@ class OverlapIndex:
         min_score = check_unit_interval(min_score, "min_score")
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, exclude, max_row, max_mass = self._prepare(
-            queries, "queries", self._name, nt
-        )
+        qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries", self._name)
         n = work.shape[0] - 1
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
@@ -296,7 +294,7 @@ class OverlapIndex:
         threshold = _check_join_threshold(threshold)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
+        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name)
         parts = []
         # the chunks' calls share their per-thread scratch
         pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, 1)
