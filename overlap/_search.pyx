@@ -403,6 +403,10 @@ cdef class ReferenceIndex:
               double[:, ::1] out_score, int64_t[:, ::1] out_index, ScratchPool pool=None):
         """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool)."""
         cdef int pool_size
+        check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        if k < 1 or out_score.shape[1] != k or out_index.shape[1] != k or (
+                out_score.shape[0] < stop or out_index.shape[0] < stop):
+            raise ValueError(f"overlap search: outputs of shape (>= {stop}, {k}) needed")
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, k,
                                         &pool_size)
         if min_score < POSITIONAL_CUT:
@@ -430,6 +434,7 @@ cdef class ReferenceIndex:
         Scratch comes from ``pool`` (made with k = 1) when given.
         """
         cdef int pool_size
+        check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, 1,
                                         &pool_size)
         cdef int n_buffers = max(1, n_threads), t
@@ -2345,6 +2350,33 @@ cdef class ScratchPool:
     def allocated(self):
         """How many threads' scratch the pool holds."""
         return sum(1 for t in range(self.n_threads) if self.s[t] != NULL)
+
+
+cdef int check_call(const Coll* Q, const Coll* R, int64_t start, int64_t stop,
+                    int64_t max_row, int64_t max_mass) except -1:
+    """Raise ValueError unless queries[start:stop] fit a call of this shape.
+
+    The scratch holds ``max_row`` tokens a field and bounds up to
+    ``max_mass`` (scratch_new): every query run must fit them, and both
+    sides must have the same fields.
+    """
+    cdef int64_t i, a, b, bad = -1
+    cdef int f
+    if Q.F != R.F:
+        raise ValueError(f"overlap search: queries have {Q.F} field(s), references {R.F}")
+    if not 0 <= start <= stop <= Q.n:
+        raise ValueError(f"overlap search: queries {start}:{stop} out of range for {Q.n} queries")
+    for f in range(Q.F):
+        for i in range(start, stop):
+            a = Q.ip[f * (Q.n + 1) + i]
+            b = Q.ip[f * (Q.n + 1) + i + 1]
+            if b - a > max_row or b < a or Q.sz[f * Q.n + i] > max_mass or Q.sz[f * Q.n + i] < 0:
+                bad = i
+                break
+        if bad >= 0:
+            raise ValueError(f"overlap search: query {bad} does not fit rows of {max_row} "
+                             f"tokens and mass {max_mass}")
+    return 0
 
 
 cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t max_row,

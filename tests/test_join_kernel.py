@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import _reference as ref
 from _levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, dedup, max_overlap, overlap_join
-from overlap import _search
+from overlap import _index, _search
 
 #: Tokens 0-2 are drawn so often that each is in more than half of the rows.
 FREQUENT = st.integers(0, 2)
@@ -530,3 +530,39 @@ def test_a_scratch_pool_refuses_another_shape_of_call():
         _search.ScratchPool(0, 3, 3, 1, 3, 1)
     with pytest.raises(ValueError, match="out of range"):
         _search.ScratchPool(1, 3, 3, 9, 3, 1)
+
+
+def test_the_search_kernel_checks_the_queries_it_is_asked_to_run():
+    """top_k and join refuse a query range, row length, mass or output they cannot hold."""
+    ts = TokenSets.from_ids([[1, 2, 3], [2, 3, 4], [9], [1, 2, 3, 4, 5]])
+    idx = OverlapIndex(ts)
+    ri, coll = idx._index, idx._coll
+    n = len(ts)
+    two = _index.collection((ts, ts))
+
+    def top1(start, stop, max_row=5, max_mass=5, out_rows=n, k=1, queries=coll):
+        s, i = np.zeros((out_rows, k)), np.full((out_rows, k), -1, dtype=np.int64)
+        ri.top_k(queries, start, stop, k, 0.0, False, max_row, max_mass, 1, s, i)
+        return i
+
+    def join(start, stop, max_row=5, max_mass=5, queries=coll):
+        return ri.join(queries, start, stop, 0.5, False, max_row, max_mass, 1)
+
+    for run in (top1, join):
+        for start, stop in ((-1, 2), (0, n + 1), (3, 2)):
+            with pytest.raises(ValueError, match="out of range"):
+                run(start, stop)
+        # row 3 holds 5 tokens: scratch for 4 would overflow
+        with pytest.raises(ValueError, match="query 3 does not fit"):
+            run(0, n, max_row=4)
+        with pytest.raises(ValueError, match="query 3 does not fit"):
+            run(2, n, max_mass=4)
+        with pytest.raises(ValueError, match="2 field"):
+            run(0, n, queries=two)
+        # a range that leaves the long row out fits the smaller scratch
+        run(0, 3, max_row=3, max_mass=3)
+    with pytest.raises(ValueError, match="outputs of shape"):
+        top1(0, n, out_rows=n - 1)
+    with pytest.raises(ValueError, match="outputs of shape"):
+        top1(0, n, k=0)
+    np.testing.assert_array_equal(top1(0, n)[:, 0], idx.max_overlap(ts).index)
