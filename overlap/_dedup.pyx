@@ -14,7 +14,20 @@ def iterative_passes(const int64_t[::1] adj_ptr, const int64_t[::1] adj_nbr,
 
     ``adj_*`` is the symmetric adjacency (CSR) of the pairs with R > t, each
     row's neighbours ascending.  Returns ``(keep, kept_for, passes)``.
+    ValueError, before anything runs, unless the adjacency describes ``n`` rows
+    whose neighbours all lie in ``[0, n)``.
     """
+    cdef int64_t k
+    if n < 0 or adj_ptr.shape[0] != n + 1 or adj_ptr[0] < 0 or (
+            adj_ptr[n] > adj_nbr.shape[0] or adj_score.shape[0] != adj_nbr.shape[0]):
+        raise ValueError("iterative_passes: the adjacency does not describe "
+                         f"{n} rows")
+    for k in range(n):
+        if adj_ptr[k + 1] < adj_ptr[k]:
+            raise ValueError("iterative_passes: row bounds that fall")
+    for k in range(adj_ptr[0], adj_ptr[n]):
+        if adj_nbr[k] < 0 or adj_nbr[k] >= n:
+            raise ValueError(f"iterative_passes: a neighbour out of range for {n} rows")
     keep = np.ones(n, dtype=np.bool_)
     kept_for = np.full(n, -1, dtype=np.int64)
     protected = np.zeros(n, dtype=np.uint8)
@@ -52,7 +65,16 @@ def iterative_passes(const int64_t[::1] adj_ptr, const int64_t[::1] adj_nbr,
 
 
 def component_labels(const int64_t[::1] left, const int64_t[::1] right, int64_t n):
-    """Connected components of the edge list, labelled by their smallest member."""
+    """Connected components of the edge list, labelled by their smallest member.
+
+    ValueError unless both ends of every edge lie in ``[0, n)``.
+    """
+    cdef int64_t k
+    if n < 0 or left.shape[0] != right.shape[0]:
+        raise ValueError("component_labels: edge columns of different lengths")
+    for k in range(left.shape[0]):
+        if left[k] < 0 or left[k] >= n or right[k] < 0 or right[k] >= n:
+            raise ValueError(f"component_labels: an edge out of range for {n} rows")
     parent = np.arange(n, dtype=np.int64)
     cdef int64_t[::1] p = parent
     cdef int64_t e, a, b, ra, rb, i

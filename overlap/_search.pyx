@@ -1,8 +1,9 @@
 # cython: freethreading_compatible=True
 """Exact overlap kernels: pruned inverted-index search, threshold join, ratios.
 
-Everything here takes flat, validated arrays prepared by ``overlap._index``;
-nothing converts or validates Python objects.  One query is handled by one
+Everything here takes flat arrays prepared by ``overlap._index`` and converts
+no Python objects; each entry point still checks the shapes and bounds its
+loops rely on (check_flat, check_call) before it runs.  One query is handled by one
 thread from start to end and writes only its own output slots, so results do not
 depend on the thread count.
 
@@ -216,6 +217,31 @@ ctypedef struct Scratch:
     int64_t n_verify     # exact verifications
 
 
+cdef int check_flat(const int64_t[::1] ip, int64_t n_tokens, int n_fields, int64_t n,
+                    str what) except -1:
+    """Raise ValueError unless ``ip`` bounds ``n_fields`` fields of ``n`` rows each.
+
+    Field f's row i is ``ip[f*(n+1) + i] : ip[f*(n+1) + i + 1]``: every bound
+    must lie in ``[0, n_tokens]`` and rise within a field, so that no row
+    reaches outside the token arrays.
+    """
+    cdef int64_t i, lo, hi
+    cdef int f
+    if n_fields < 1 or n_fields > _limits.MAX_FIELDS or n < 0:
+        raise ValueError(f"{what}: {n_fields} field(s) of {n} rows: out of range")
+    if ip.shape[0] != <int64_t>n_fields * (n + 1):
+        raise ValueError(f"{what}: {ip.shape[0]} row bounds for {n_fields} field(s) of {n} rows")
+    for f in range(n_fields):
+        lo = f * (n + 1)
+        hi = lo + n
+        if ip[lo] < 0 or ip[hi] > n_tokens:
+            raise ValueError(f"{what}: rows reach outside the {n_tokens} tokens")
+        for i in range(lo, hi):
+            if ip[i + 1] < ip[i]:
+                raise ValueError(f"{what}: row bounds that fall")
+    return 0
+
+
 cdef class Collection:
     """Flat view of one or more aligned fields (kept alive while kernels run).
 
@@ -230,6 +256,15 @@ cdef class Collection:
 
     def __init__(self, const int64_t[::1] ip, const uint64_t[::1] h, const uint32_t[::1] cnt,
                  const int64_t[::1] sz, int n_fields, int64_t n, bint multiset):
+        cdef int64_t i
+        check_flat(ip, h.shape[0], n_fields, n, "Collection")
+        if sz.shape[0] != <int64_t>n_fields * n:
+            raise ValueError(f"Collection: {sz.shape[0]} sizes for {n_fields} field(s) of {n} rows")
+        for i in range(sz.shape[0]):
+            if sz[i] < 0:
+                raise ValueError("Collection: a negative row size")
+        if multiset and cnt.shape[0] != h.shape[0]:
+            raise ValueError("Collection: counts and hashes differ in length")
         self._keep = (ip, h, cnt, sz)
         self._fp = None
         self._lock = threading.Lock()
@@ -2397,6 +2432,9 @@ cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t 
 def pair_ratios(Collection a, Collection b, int n_threads):
     """min over fields of Dice(a[i], b[i]) for aligned rows."""
     cdef int64_t n = a.c.n, i
+    if a.c.n != b.c.n or a.c.F != b.c.F:
+        raise ValueError(f"pair_ratios: {a.c.n} rows of {a.c.F} field(s) against "
+                         f"{b.c.n} rows of {b.c.F}")
     out = np.empty(n, dtype=np.float64)
     cdef double[::1] ov = out
     cdef const Coll* A = &a.c
@@ -2420,6 +2458,9 @@ cdef inline double exact_score_aligned(const Coll* A, const Coll* B, int64_t i) 
 def row_fingerprints(const int64_t[::1] ip, const uint64_t[::1] h, const uint32_t[::1] cnt,
                      int n_fields, int64_t n, bint multiset, int n_threads):
     """A 64-bit fingerprint of every row over all fields (equal rows, equal prints)."""
+    check_flat(ip, h.shape[0], n_fields, n, "row_fingerprints")
+    if multiset and cnt.shape[0] != h.shape[0]:
+        raise ValueError("row_fingerprints: counts and hashes differ in length")
     out = np.empty(n, dtype=np.uint64)
     cdef uint64_t[::1] ov = out
     cdef int64_t i, t, a0, a1
@@ -3136,6 +3177,10 @@ def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_
     Reference-major, so everything a verification needs about one reference
     (but its tokens) sits in one or two cache lines.
     """
+    check_flat(ip, h.shape[0], n_fields, n, "reference_records")
+    if sz.shape[0] != <int64_t>n_fields * n:
+        raise ValueError(f"reference_records: {sz.shape[0]} sizes for {n_fields} field(s) "
+                         f"of {n} rows")
     out = np.empty(REC * n_fields * n, dtype=np.int64)
     cdef int64_t[::1] ov = out
     cdef int64_t r, a, o

@@ -225,8 +225,16 @@ def scan_texts(list texts, int mode, uint64_t seed, int n_threads):
 
 def compact(const int64_t[::1] slot, const int64_t[::1] counts, const uint64_t[::1] buf,
             int n_threads):
-    """Pack rows that start at ``slot[i]`` and hold ``counts[i]`` items."""
+    """Pack rows that start at ``slot[i]`` and hold ``counts[i]`` items.
+
+    ValueError unless every row lies inside ``buf``.
+    """
     cdef Py_ssize_t n = counts.shape[0], i, k
+    if slot.shape[0] < n:
+        raise ValueError("compact: fewer slots than counts")
+    for i in range(n):
+        if slot[i] < 0 or counts[i] < 0 or counts[i] > buf.shape[0] - slot[i]:
+            raise ValueError(f"compact: row {i} reaches outside the {buf.shape[0]} items")
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=indptr[1:])
     out = np.empty(indptr[n], dtype=np.uint64)
@@ -289,8 +297,16 @@ def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngr
     """Turn raw token-hash rows into sorted unique (or counted) n-gram rows.
 
     Returns ``(indptr, hashes, counts)``; ``counts`` is None unless ``multiset``.
+    ValueError unless ``indptr`` bounds rows inside ``hashes`` and ``ngram`` >= 1.
     """
     cdef Py_ssize_t n = indptr.shape[0] - 1, i, k
+    if n < 0 or indptr[0] != 0 or indptr[n] > hashes.shape[0]:
+        raise ValueError("finalize_rows: indptr does not describe the hashes")
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("finalize_rows: row bounds that fall")
+    if ngram < 1:
+        raise ValueError(f"finalize_rows: ngram must be at least 1, got {ngram}")
     work = np.array(hashes, dtype=np.uint64, copy=True)
     cnt = np.ones(max(work.shape[0], 1), dtype=np.uint32)
     lengths = np.empty(n, dtype=np.int64)

@@ -512,3 +512,74 @@ def test_inputs_untouched_and_results_unchanged_by_the_new_checks():
     assert np.array_equal(a.hashes, before[0]) and np.array_equal(b.hashes, before[1])
     assert exact_duplicates(TokenSets.concat([a, a]))[300:].tolist() == \
         exact_duplicates(a).tolist()
+
+
+# every compiled entry point that takes raw arrays checks them itself: each
+# case is a call the code before the checks answered with garbage or a
+# segfault (hence a subprocess), and now refuses with a ValueError
+HOSTILE_RAW_CALLS = {
+    "a collection whose rows reach past its tokens": """
+        _search.Collection(i64([0, 2, 400]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
+    """,
+    "a collection with too few row bounds": """
+        _search.Collection(i64([0, 2]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
+    """,
+    "a collection whose row bounds fall": """
+        _search.Collection(i64([0, 3, 1, 4]), u64([1, 2, 3, 4]), u32([]), i64([3, 0, 3]), 1, 3,
+                           False)
+    """,
+    "a bag collection without a count per token": """
+        _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([1]), i64([2, 2]), 1, 2, True)
+    """,
+    "ratios of collections of different lengths": """
+        a = _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
+        b = _search.Collection(i64([0, 1]), u64([1]), u32([]), i64([1]), 1, 1, False)
+        _search.pair_ratios(a, b, 1)
+    """,
+    "fingerprints of rows past the tokens": """
+        _search.row_fingerprints(i64([0, 9]), u64([1]), u32([]), 1, 1, False, 1)
+    """,
+    "records of rows past the tokens": """
+        _search.reference_records(i64([0, 9]), u64([1]), i64([9]), 1, 1, 1)
+    """,
+    "components with an edge past the rows": """
+        from overlap import _dedup
+        _dedup.component_labels(i64([0, 10**9]), i64([1, 2]), 3)
+    """,
+    "dedup passes over neighbours past the rows": """
+        from overlap import _dedup
+        _dedup.iterative_passes(i64([0, 1, 2]), i64([10**9, 0]), np.ones(2), 2)
+    """,
+    "dedup passes over a short adjacency": """
+        from overlap import _dedup
+        _dedup.iterative_passes(i64([0, 5, 9]), i64([1, 0]), np.ones(2), 2)
+    """,
+    "packing rows past the buffer": """
+        from overlap import _tokenize
+        _tokenize.compact(i64([0, 10**9]), i64([1, 2]), u64([0, 0, 0]), 1)
+    """,
+    "finishing rows past the hashes": """
+        from overlap import _tokenize
+        _tokenize.finalize_rows(i64([0, 10**6]), u64([1, 2]), 1, False, 1)
+    """,
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_RAW_CALLS))
+def test_compiled_entry_points_refuse_raw_arrays_they_cannot_trust(case):
+    code = """
+        import numpy as np
+        from overlap import _search
+        i64 = lambda a: np.asarray(a, dtype=np.int64)
+        u64 = lambda a: np.asarray(a, dtype=np.uint64)
+        u32 = lambda a: np.asarray(a, dtype=np.uint32)
+        try:
+    """ + textwrap.indent(textwrap.dedent(HOSTILE_RAW_CALLS[case]), " " * 12) + """
+        except ValueError as e:
+            print("refused:", e)
+        else:
+            print("accepted")
+    """
+    r = run_python(code, timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.startswith("refused:"), r.stdout
