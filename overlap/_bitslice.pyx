@@ -46,6 +46,7 @@ from libc.stdlib cimport malloc, calloc, free
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._sets cimport chunk_first_slots, dice, fmix64, topk_insert
+from overlap._checks cimport check_flat, longest_row
 
 cnp.import_array()
 
@@ -223,6 +224,9 @@ cdef class BitsliceIndex:
             raise ValueError("BitsliceIndex.top_k: inconsistent arguments")
         if exclude_self and n_queries != self.x.n:
             raise ValueError("exclude_self needs the references as queries")
+        check_flat(ip, h.shape[0], n_fields, n_queries, "BitsliceIndex.top_k")
+        if longest_row(ip, n_fields, n_queries, start, stop) > max_row:
+            raise ValueError(f"BitsliceIndex.top_k: a query row is longer than max_row={max_row}")
         Q.F = n_fields
         Q.n = n_queries
         Q.ip = &ip[0]

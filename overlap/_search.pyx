@@ -44,6 +44,7 @@ from overlap._openmp cimport omp_get_thread_num
 from overlap._sets cimport chunk_first_slots, dice, intersect_sets, intersect_bags, fmix64, sort_u64, topk_insert
 from overlap._limits cimport QUERY_TOKEN_BITS, COUNT_BITS
 from overlap cimport _limits
+from overlap._checks cimport check_flat
 
 cnp.import_array()
 
@@ -215,31 +216,6 @@ ctypedef struct Scratch:
     int64_t n_post       # postings read
     int64_t n_touch      # candidates admitted
     int64_t n_verify     # exact verifications
-
-
-cdef int check_flat(const int64_t[::1] ip, int64_t n_tokens, int n_fields, int64_t n,
-                    str what) except -1:
-    """Raise ValueError unless ``ip`` bounds ``n_fields`` fields of ``n`` rows each.
-
-    Field f's row i is ``ip[f*(n+1) + i] : ip[f*(n+1) + i + 1]``: every bound
-    must lie in ``[0, n_tokens]`` and rise within a field, so that no row
-    reaches outside the token arrays.
-    """
-    cdef int64_t i, lo, hi
-    cdef int f
-    if n_fields < 1 or n_fields > _limits.MAX_FIELDS or n < 0:
-        raise ValueError(f"{what}: {n_fields} field(s) of {n} rows: out of range")
-    if ip.shape[0] != <int64_t>n_fields * (n + 1):
-        raise ValueError(f"{what}: {ip.shape[0]} row bounds for {n_fields} field(s) of {n} rows")
-    for f in range(n_fields):
-        lo = f * (n + 1)
-        hi = lo + n
-        if ip[lo] < 0 or ip[hi] > n_tokens:
-            raise ValueError(f"{what}: rows reach outside the {n_tokens} tokens")
-        for i in range(lo, hi):
-            if ip[i + 1] < ip[i]:
-                raise ValueError(f"{what}: row bounds that fall")
-    return 0
 
 
 cdef class Collection:

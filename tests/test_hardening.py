@@ -542,6 +542,20 @@ HOSTILE_RAW_CALLS = {
     "records of rows past the tokens": """
         _search.reference_records(i64([0, 9]), u64([1]), i64([9]), 1, 1, 1)
     """,
+    "bit-sliced queries whose rows reach past their tokens": """
+        from overlap import TokenSets, _bitslice_index
+        bx = _bitslice_index.build((TokenSets.from_ids([[1, 2, 3]] * 70),), 1)
+        s, i = np.zeros((2, 1)), np.full((2, 1), -1, dtype=np.int64)
+        bx.top_k(1, 2, i64([0, 2, 400]), u64([1, 2, 3]), i64([2, 398]), 0, 2, 1, 0.0, False,
+                 500, 1, s, i)
+    """,
+    "bit-sliced queries longer than their scratch": """
+        from overlap import TokenSets, _bitslice_index
+        bx = _bitslice_index.build((TokenSets.from_ids([[1, 2, 3]] * 70),), 1)
+        s, i = np.zeros((2, 1)), np.full((2, 1), -1, dtype=np.int64)
+        bx.top_k(1, 2, i64([0, 2, 600]), u64(np.arange(600)), i64([2, 598]), 0, 2, 1, 0.0,
+                 False, 2, 1, s, i)
+    """,
     "components with an edge past the rows": """
         from overlap import _dedup
         _dedup.component_labels(i64([0, 10**9]), i64([1, 2]), 3)
