@@ -46,6 +46,28 @@ cdef void _segment_moments(const double* x, const double* y, Py_ssize_t n,
         start += m
 
 
+cdef int check_segments(const Py_ssize_t[::1] offsets, Py_ssize_t n, str what) except -1:
+    """ValueError unless ``offsets`` (at least one) rise from >= 0 to <= n."""
+    cdef Py_ssize_t g
+    if offsets.shape[0] < 1 or offsets[0] < 0 or offsets[offsets.shape[0] - 1] > n:
+        raise ValueError(f"{what}: segment offsets outside the {n} values")
+    for g in range(offsets.shape[0] - 1):
+        if offsets[g + 1] < offsets[g]:
+            raise ValueError(f"{what}: segment offsets that fall")
+    return 0
+
+
+cdef int check_order(const Py_ssize_t[::1] order, Py_ssize_t n, str what) except -1:
+    """ValueError unless ``order`` holds n indices in [0, n)."""
+    cdef Py_ssize_t i
+    if order.shape[0] != n:
+        raise ValueError(f"{what}: an order of {order.shape[0]} for {n} values")
+    for i in range(n):
+        if order[i] < 0 or order[i] >= n:
+            raise ValueError(f"{what}: an index out of range in the order")
+    return 0
+
+
 def comoments(const double[::1] x, const double[::1] y, int n_threads, bint anchored=True):
     """Return (n, mean_x, mean_y, Sxx, Syy, Sxy) of paired data.
 
@@ -62,6 +84,8 @@ def comoments(const double[::1] x, const double[::1] y, int n_threads, bint anch
     cdef Py_ssize_t n_chunks = (n + CHUNK - 1) // CHUNK
     cdef Py_ssize_t c, start, m
     cdef double acc[MOMENT_FIELDS]
+    if y.shape[0] != n:
+        raise ValueError(f"comoments: {n} x values against {y.shape[0]} y values")
     if n == 0:
         return (0.0, np.nan, np.nan, np.nan, np.nan, np.nan)
     parts_arr = np.empty((n_chunks, MOMENT_FIELDS), dtype=np.float64)
@@ -99,6 +123,8 @@ def merge_moment_rows(const double[:, ::1] rows):
     pooled (n, mean_x, mean_y, Sxx, Syy, Sxy)."""
     cdef double acc[MOMENT_FIELDS]
     cdef Py_ssize_t r
+    if rows.shape[0] and rows.shape[1] < MOMENT_FIELDS:
+        raise ValueError(f"merge_moment_rows: rows of {rows.shape[1]} < {MOMENT_FIELDS} fields")
     zero_moments(acc)
     for r in range(rows.shape[0]):
         merge_moments(acc, &rows[r, 0])
@@ -118,6 +144,12 @@ def group_gather(const int64_t[::1] codes, Py_ssize_t n_groups,
     """
     cdef Py_ssize_t n = x.shape[0], i, g, pos
     cdef Py_ssize_t* fill
+    if (n_groups < 0 or codes.shape[0] != n or y.shape[0] != n or xs.shape[0] != n
+            or ys.shape[0] != n or offsets.shape[0] != n_groups + 1):
+        raise ValueError("group_gather: arrays of inconsistent lengths")
+    for i in range(n):
+        if codes[i] < 0 or codes[i] >= n_groups:
+            raise ValueError(f"group_gather: a code out of range for {n_groups} groups")
     with nogil:
         for g in range(n_groups + 1):
             offsets[g] = 0
@@ -145,6 +177,9 @@ def grouped_comoments(const double[::1] xs, const double[::1] ys,
                       int n_threads):
     """Per-segment blocks of moments (see _moments.pxd) into out[g, :]."""
     cdef Py_ssize_t G = offsets.shape[0] - 1, g
+    check_segments(offsets, xs.shape[0], "grouped_comoments")
+    if ys.shape[0] != xs.shape[0] or out.shape[0] < G or (G and out.shape[1] < MOMENT_FIELDS):
+        raise ValueError("grouped_comoments: arrays of inconsistent shapes")
     with nogil:
         for g in prange(G, num_threads=n_threads, schedule='dynamic'):
             _segment_moments(&xs[offsets[g]], &ys[offsets[g]],
@@ -164,6 +199,9 @@ def small_int_table(const double[::1] x, const double[::1] y, int64_t[:, ::1] ta
     integer sums make the result independent of the thread count.
     """
     cdef Py_ssize_t n = x.shape[0], i, k
+    if y.shape[0] != n or table.shape[0] != TABLE_SIDE or table.shape[1] != TABLE_SIDE:
+        raise ValueError(f"small_int_table: x and y of one length and a {TABLE_SIDE} x "
+                         f"{TABLE_SIDE} table needed")
     if n == 0:
         return None
     cdef double xb = x[0] - TABLE_HALF, yb = y[0] - TABLE_HALF
@@ -237,6 +275,9 @@ def average_ranks_sorted(const double[::1] v, const Py_ssize_t[::1] order,
     """Average (1-based) ranks of v given an ascending argsort ``order``."""
     cdef Py_ssize_t n = v.shape[0], i = 0, j, k
     cdef double r
+    if ranks.shape[0] != n:
+        raise ValueError(f"average_ranks_sorted: {ranks.shape[0]} ranks for {n} values")
+    check_order(order, n, "average_ranks_sorted")
     with nogil:
         while i < n:
             j = i + 1
@@ -323,6 +364,9 @@ def kendall_general(const double[::1] x, const double[::1] y,
     scipy.stats.kendalltau's variance formula.
     """
     cdef Py_ssize_t n = x.shape[0], i, j
+    if y.shape[0] != n:
+        raise ValueError(f"kendall_general: {n} x values against {y.shape[0]} y values")
+    check_order(order, n, "kendall_general")
     xs_arr = np.empty(n, dtype=np.float64)
     ys_arr = np.empty(n, dtype=np.float64)
     buf_arr = np.empty(n, dtype=np.float64)
@@ -371,6 +415,12 @@ def grouped_chunk_moments(const double[::1] x, const double[::1] y,
     cdef Py_ssize_t n = x.shape[0], n_chunks = parts.shape[0], c, i, lo, hi, s
     cdef double dx, dy, cnt
     cdef double* p
+    if (y.shape[0] != n or codes.shape[0] != n or n_chunks != (n + CHUNK - 1) // CHUNK
+            or parts.shape[1] != n_slots or (n and parts.shape[2] < MOMENT_FIELDS)):
+        raise ValueError("grouped_chunk_moments: arrays of inconsistent shapes")
+    for i in range(n):
+        if codes[i] - base < 0 or codes[i] - base >= n_slots:
+            raise ValueError(f"grouped_chunk_moments: a code outside [{base}, {base + n_slots})")
     with nogil:
         for c in prange(n_chunks, num_threads=n_threads, schedule='dynamic', chunksize=4):
             lo = c * CHUNK
@@ -402,6 +452,9 @@ def grouped_chunk_moments(const double[::1] x, const double[::1] y,
 def merge_chunk_moments(const double[:, :, ::1] parts, double[:, ::1] out):
     """Fold parts[:, s, :] over chunks in order into out[s, :]."""
     cdef Py_ssize_t n_chunks = parts.shape[0], n_slots = parts.shape[1], c, s
+    if n_slots and (out.shape[0] < n_slots or out.shape[1] < MOMENT_FIELDS
+                    or parts.shape[2] < MOMENT_FIELDS):
+        raise ValueError("merge_chunk_moments: arrays of inconsistent shapes")
     with nogil:
         for s in range(n_slots):
             zero_moments(&out[s, 0])
@@ -417,6 +470,9 @@ def segment_inversions(int[::1] a, const Py_ssize_t[::1] offsets, int64_t[::1] o
     is sorted in place).  Segments are handed out dynamically to the threads;
     integer counts, so the thread count cannot change the result."""
     cdef Py_ssize_t G = offsets.shape[0] - 1, g, n = a.shape[0]
+    check_segments(offsets, n, "segment_inversions")
+    if out.shape[0] < G:
+        raise ValueError(f"segment_inversions: {out.shape[0]} outputs for {G} segments")
     if n == 0:
         for g in range(G):
             out[g] = 0

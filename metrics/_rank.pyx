@@ -207,6 +207,8 @@ def average_ranks(const double[::1] v, double[::1] ranks):
     """Average (1-based) ranks of v (no NaN, fewer than 2**32 values) into ranks."""
     cdef Py_ssize_t n = v.shape[0]
     cdef int status = 0
+    if ranks.shape[0] != n:
+        raise ValueError(f"average_ranks: {ranks.shape[0]} ranks for {n} values")
     if n == 0:
         return
     with nogil:
@@ -225,6 +227,8 @@ def average_ranks2(const double[::1] x, const double[::1] y, double[::1] rx,
     cdef Py_ssize_t n = x.shape[0], t
     cdef int status[2]
     cdef int nt = 2 if n_threads >= 2 else 1
+    if y.shape[0] != n or rx.shape[0] != n or ry.shape[0] != n:
+        raise ValueError("average_ranks2: x, y, rx and ry differ in length")
     status[0] = 0
     status[1] = 0
     if n == 0:
@@ -424,6 +428,8 @@ def kendall_counts(const double[::1] x, const double[::1] y, int n_threads):
     cdef int nt = n_threads if n_threads > 0 else 1
     cdef int b = _index_bits(n)
     cdef uint64_t low = ((<uint64_t>1) << b) - 1
+    if y.shape[0] != n:
+        raise ValueError(f"kendall_counts: {n} x values against {y.shape[0]} y values")
     if n < 2:
         return 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0
     w_arr = np.empty(n, dtype=np.uint64)

@@ -139,3 +139,59 @@ def test_kendall_asymptotic_with_two_pairs_is_a_number():
     res = metrics.kendall([1.0, 2.0], [2.0, 1.0], method="asymptotic")
     assert res.statistic == -1.0
     assert res.pvalue == pytest.approx(2 * ss.norm.cdf(-1.0), rel=1e-15)
+
+
+# The compiled correlation kernels check the arrays they are handed: each case
+# read past an array or wrote past an output before (a segfault or garbage),
+# so each runs in a subprocess, and now is refused with a ValueError.
+HOSTILE_KERNEL_CALLS = {
+    "comoments, y shorter than x": "_corr.comoments(f(10), f(2), 1)",
+    "average_ranks, a short output": "_rank.average_ranks(f(100_000), np.zeros(2))",
+    "average_ranks2, a short output": "_rank.average_ranks2(f(9), f(9), np.zeros(9), np.zeros(2), 2)",
+    "kendall_counts, y shorter than x": "_rank.kendall_counts(f(100_000), f(2), 1)",
+    "group_gather, a code past the groups": (
+        "_corr.group_gather(np.array([0, 10**9]), 2, f(2), f(2), np.zeros(2), np.zeros(2),"
+        " np.zeros(3, dtype=np.intp))"),
+    "grouped_comoments, offsets past the values": (
+        "_corr.grouped_comoments(f(4), f(4), np.array([0, 10**9], dtype=np.intp),"
+        " np.zeros((1, 8)), 1)"),
+    "small_int_table, a short table": "_corr.small_int_table(f(4), f(4), np.zeros((2, 2), np.int64), 1)",
+    "average_ranks_sorted, an index past the values": (
+        "_corr.average_ranks_sorted(f(3), np.array([0, 1, 10**9], dtype=np.intp), np.zeros(3))"),
+    "kendall_general, an index past the values": (
+        "_corr.kendall_general(f(3), f(3), np.array([0, 1, 10**9], dtype=np.intp), 1)"),
+    "grouped_chunk_moments, a code past the slots": (
+        "_corr.grouped_chunk_moments(f(3), f(3), np.array([0, 0, 10**9]), 0, 1,"
+        " np.zeros((1, 1, 8)), 1)"),
+    "merge_chunk_moments, a short output": (
+        "_corr.merge_chunk_moments(np.zeros((2, 50, 8)), np.zeros((1, 8)))"),
+    "segment_inversions, offsets past the values": (
+        "_corr.segment_inversions(np.zeros(3, dtype=np.intc), np.array([0, 10**9], dtype=np.intp),"
+        " np.zeros(1, np.int64), 1)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_KERNEL_CALLS))
+def test_correlation_kernels_refuse_arrays_they_cannot_trust(case):
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    code = textwrap.dedent(f"""
+        import numpy as np
+        from metrics import _corr, _rank
+        f = lambda n: np.arange(n, dtype=np.float64)
+        try:
+            {HOSTILE_KERNEL_CALLS[case]}
+        except ValueError as e:
+            print("refused:", e)
+        else:
+            print("accepted")
+    """)
+    # run from where the tested package was imported (an install or the checkout)
+    root = Path(metrics.__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, (r.returncode, r.stderr[-2000:])
+    assert r.stdout.startswith("refused:"), r.stdout
