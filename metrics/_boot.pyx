@@ -85,10 +85,39 @@ cdef inline double _weighted_r(const int* w, const double* xc, const double* yc,
     return r
 
 
+ctypedef fused index_t:
+    int
+    Py_ssize_t
+
+
+cdef int check_indices(const index_t[::1] a, Py_ssize_t n, Py_ssize_t top, str what) except -1:
+    """ValueError unless ``a`` holds n values in [0, top)."""
+    cdef Py_ssize_t i
+    if a.shape[0] != n:
+        raise ValueError(f"{what}: {a.shape[0]} entries for {n} points")
+    for i in range(n):
+        if a[i] < 0 or a[i] >= top:
+            raise ValueError(f"{what}: an entry out of range [0, {top})")
+    return 0
+
+
+cdef int check_run_ends(const index_t[::1] e, Py_ssize_t n, str what) except -1:
+    """ValueError unless e[k] (the end of k's run) lies in (k, n] for every k."""
+    cdef Py_ssize_t k
+    if e.shape[0] != n:
+        raise ValueError(f"{what}: {e.shape[0]} run ends for {n} points")
+    for k in range(n):
+        if e[k] <= k or e[k] > n:
+            raise ValueError(f"{what}: a run end out of range")
+    return 0
+
+
 def boot_pearson(const double[::1] xc, const double[::1] yc, uint64_t seed,
                  double[::1] out, int n_threads):
     """Pearson r of every resample; xc, yc centred on the full-sample means."""
     cdef Py_ssize_t n = xc.shape[0], B = out.shape[0], b
+    if yc.shape[0] != n:
+        raise ValueError(f"boot_pearson: {n} x values against {yc.shape[0]} y values")
     cdef int* w
     cdef int failed = 0
     cdef int* failp = &failed
@@ -154,6 +183,10 @@ def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
                   uint64_t seed, double[::1] out, int n_threads):
     """Spearman rho of every resample from the sorted orders of x and y."""
     cdef Py_ssize_t n = ox.shape[0], B = out.shape[0], b
+    check_indices(ox, n, n, "boot_spearman: ox")
+    check_indices(oy, n, n, "boot_spearman: oy")
+    check_run_ends(ex, n, "boot_spearman: ex")
+    check_run_ends(ey, n, "boot_spearman: ey")
     cdef int* w
     cdef double* rx
     cdef double* ry
@@ -236,6 +269,10 @@ def boot_kendall(const Py_ssize_t[::1] order, const int[::1] ycode, const int[::
     end of the run of equal x / equal (x, y) that starts at k.
     """
     cdef Py_ssize_t n = ycode.shape[0], B = out.shape[0], b
+    check_indices(order, n, n, "boot_kendall: order")
+    check_indices(ycode, n, n_ycodes, "boot_kendall: ycode")
+    check_run_ends(xrun_end, n, "boot_kendall: xrun_end")
+    check_run_ends(xyrun_end, n, "boot_kendall: xyrun_end")
     cdef int* w
     cdef int* seq
     cdef int* buf
@@ -269,6 +306,8 @@ def jack_pearson(const double[::1] xc, const double[::1] yc, double[::1] out):
     cdef Py_ssize_t n = xc.shape[0], i
     cdef double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0
     cdef double m = n - 1, a, b, vx, vy, r
+    if yc.shape[0] != n or out.shape[0] != n:
+        raise ValueError("jack_pearson: xc, yc and out differ in length")
     with nogil:
         for i in range(n):
             sx += xc[i]; sy += yc[i]
@@ -298,6 +337,12 @@ def below_counts(const Py_ssize_t[::1] order, const int64_t[::1] xr, const int64
     """
     cdef Py_ssize_t n = order.shape[0], g0 = 0, g1, k, i, q
     cdef int64_t s
+    check_indices(order, n, n, "below_counts: order")
+    if xr.shape[0] != n or yr.shape[0] != n or lt.shape[0] != n or le.shape[0] != n or n_y < 0:
+        raise ValueError("below_counts: arrays of different lengths")
+    for k in range(n):
+        if yr[k] < 0 or yr[k] >= n_y:
+            raise ValueError(f"below_counts: a y rank out of range [0, {n_y})")
     tree_arr = np.zeros(n_y + 1, dtype=np.int64)
     cdef int64_t[::1] tree = tree_arr
     with nogil:

@@ -141,7 +141,7 @@ def test_kendall_asymptotic_with_two_pairs_is_a_number():
     assert res.pvalue == pytest.approx(2 * ss.norm.cdf(-1.0), rel=1e-15)
 
 
-# The compiled correlation kernels check the arrays they are handed: each case
+# The compiled correlation and resampling kernels check the arrays they are handed: each case
 # read past an array or wrote past an output before (a segfault or garbage),
 # so each runs in a subprocess, and now is refused with a ValueError.
 HOSTILE_KERNEL_CALLS = {
@@ -165,6 +165,20 @@ HOSTILE_KERNEL_CALLS = {
         " np.zeros((1, 1, 8)), 1)"),
     "merge_chunk_moments, a short output": (
         "_corr.merge_chunk_moments(np.zeros((2, 50, 8)), np.zeros((1, 8)))"),
+    "boot_pearson, y shorter than x": "_boot.boot_pearson(f(1000), f(2), 1, np.zeros(4), 1)",
+    "boot_spearman, an order past the points": (
+        "_boot.boot_spearman(ip([0, 10**9, 2]), ip([1, 2, 3]), ip([0, 1, 2]), ip([1, 2, 3]), 1,"
+        " np.zeros(4), 1)"),
+    "boot_spearman, a run end that does not advance": (
+        "_boot.boot_spearman(ip([0, 1, 2]), ip([0, 2, 3]), ip([0, 1, 2]), ip([1, 2, 3]), 1,"
+        " np.zeros(4), 1)"),
+    "boot_kendall, a y code past its count": (
+        "_boot.boot_kendall(ip([0, 1, 2]), ic([0, 1, 10**9]), ic([1, 2, 3]), ic([1, 2, 3]), 2, 1,"
+        " np.zeros(4), 1)"),
+    "jack_pearson, a short output": "_boot.jack_pearson(f(100_000), f(100_000), np.zeros(2))",
+    "below_counts, a y rank past the tree": (
+        "_boot.below_counts(ip([0, 1]), np.zeros(2, np.int64), np.array([0, 10**9]), 1,"
+        " np.zeros(2, np.int64), np.zeros(2, np.int64))"),
     "segment_inversions, offsets past the values": (
         "_corr.segment_inversions(np.zeros(3, dtype=np.intc), np.array([0, 10**9], dtype=np.intp),"
         " np.zeros(1, np.int64), 1)"),
@@ -180,8 +194,10 @@ def test_correlation_kernels_refuse_arrays_they_cannot_trust(case):
 
     code = textwrap.dedent(f"""
         import numpy as np
-        from metrics import _corr, _rank
+        from metrics import _boot, _corr, _rank
         f = lambda n: np.arange(n, dtype=np.float64)
+        ip = lambda a: np.asarray(a, dtype=np.intp)
+        ic = lambda a: np.asarray(a, dtype=np.intc)
         try:
             {HOSTILE_KERNEL_CALLS[case]}
         except ValueError as e:
