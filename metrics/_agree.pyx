@@ -40,6 +40,23 @@ LEVEL_CODES = {"nominal": NOMINAL, "ordinal": SQUARED, "interval": SQUARED, "rat
 
 # ---------------------------------------------------------------- interval, raw values
 
+cdef int check_codes(const int32_t[:, ::1] codes, const int32_t[::1] remap, Py_ssize_t top,
+                     str what) except -1:
+    """ValueError unless every code (>= 0; -1 is missing) indexes ``remap`` and
+    every entry of ``remap`` lies in [0, top)."""
+    cdef Py_ssize_t i, u
+    cdef int32_t c
+    for i in range(remap.shape[0]):
+        if remap[i] < 0 or remap[i] >= top:
+            raise ValueError(f"{what}: a remapped code out of range [0, {top})")
+    for i in range(codes.shape[0]):
+        for u in range(codes.shape[1]):
+            c = codes[i, u]
+            if c < -1 or c >= remap.shape[0]:
+                raise ValueError(f"{what}: a code out of range [-1, {remap.shape[0]})")
+    return 0
+
+
 def item_moments(const double[:, ::1] r, double[::1] count, double[::1] anchor,
                  double[::1] dev_mean, double[::1] ss, int n_threads):
     """Per item (column) of a raters x items matrix (NaN = missing):
@@ -50,6 +67,8 @@ def item_moments(const double[:, ::1] r, double[::1] count, double[::1] anchor,
     """
     cdef Py_ssize_t R = r.shape[0], N = r.shape[1], i, u
     cdef double c, s, d, a, mu, v
+    if count.shape[0] != N or anchor.shape[0] != N or dev_mean.shape[0] != N or ss.shape[0] != N:
+        raise ValueError(f"item_moments: outputs of {N} items needed")
     with nogil:
         for u in prange(N, num_threads=n_threads, schedule='dynamic', chunksize=CHUNK):
             c = 0
@@ -181,6 +200,8 @@ def encode_values(const double[:, ::1] r, int32_t[:, ::1] codes, Py_ssize_t max_
     cdef int32_t code
     cdef int failed = 0, too_many = 0
     cdef double v
+    if codes.shape[0] != R or codes.shape[1] != N:
+        raise ValueError("encode_values: codes and ratings differ in shape")
     with nogil:
         if _table_init(&t, 1024) != 0:
             failed = 1
@@ -221,6 +242,9 @@ def value_totals(const int32_t[:, ::1] codes, const int32_t[::1] remap,
     """totals[remap[code]] += 1 for every coded cell of a pairable unit (count >= 2)."""
     cdef Py_ssize_t R = codes.shape[0], N = codes.shape[1], i, u
     cdef int32_t code
+    if count.shape[0] != N:
+        raise ValueError(f"value_totals: {count.shape[0]} counts for {N} units")
+    check_codes(codes, remap, totals.shape[0], "value_totals")
     with nogil:
         for i in range(R):
             for u in range(N):
@@ -347,6 +371,9 @@ def unit_disagreement_codes(const int32_t[:, ::1] codes, const int32_t[::1] rema
     cdef int32_t c
     cdef int failed = 0
     cdef int* failp = &failed
+    if count.shape[0] != N or out.shape[0] != N:
+        raise ValueError(f"unit_disagreement_codes: outputs of {N} units needed")
+    check_codes(codes, remap, t.shape[0], "unit_disagreement_codes")
     with nogil, parallel(num_threads=n_threads):
         buf = <int32_t*> malloc((R + 1) * sizeof(int32_t))
         w = <double*> malloc((R + 1) * sizeof(double))
@@ -387,6 +414,8 @@ def unit_disagreement_counts(const double[:, ::1] counts, const double[::1] t, i
     cdef double m, x
     cdef int failed = 0
     cdef int* failp = &failed
+    if total.shape[0] != N or out.shape[0] != N or t.shape[0] < V:
+        raise ValueError(f"unit_disagreement_counts: outputs of {N} units and {V} values needed")
     with nogil, parallel(num_threads=n_threads):
         buf = <int32_t*> malloc((V + 1) * sizeof(int32_t))
         w = <double*> malloc((V + 1) * sizeof(double))
@@ -423,6 +452,8 @@ def ratio_expected(const double[::1] x, const double[::1] n, double[::1] row, in
     O(V^2) time, O(V) memory."""
     cdef Py_ssize_t V = x.shape[0], c, k
     cdef double s, q, xc
+    if n.shape[0] != V or row.shape[0] != V:
+        raise ValueError("ratio_expected: x, n and row differ in length")
     with nogil:
         for c in prange(V, num_threads=n_threads, schedule='dynamic', chunksize=64):
             s = 0

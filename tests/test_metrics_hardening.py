@@ -141,7 +141,7 @@ def test_kendall_asymptotic_with_two_pairs_is_a_number():
     assert res.pvalue == pytest.approx(2 * ss.norm.cdf(-1.0), rel=1e-15)
 
 
-# The compiled correlation and resampling kernels check the arrays they are handed: each case
+# The compiled correlation, resampling and agreement kernels check the arrays they are handed: each case
 # read past an array or wrote past an output before (a segfault or garbage),
 # so each runs in a subprocess, and now is refused with a ValueError.
 HOSTILE_KERNEL_CALLS = {
@@ -179,6 +179,19 @@ HOSTILE_KERNEL_CALLS = {
     "below_counts, a y rank past the tree": (
         "_boot.below_counts(ip([0, 1]), np.zeros(2, np.int64), np.array([0, 10**9]), 1,"
         " np.zeros(2, np.int64), np.zeros(2, np.int64))"),
+    "item_moments, short outputs": (
+        "_agree.item_moments(np.ones((3, 100_000)), *(np.zeros(2) for _ in range(4)), 1)"),
+    "encode_values, a short code matrix": (
+        "_agree.encode_values(np.ones((300, 300)), np.zeros((1, 1), np.int32), 10)"),
+    "value_totals, a code past the remap": (
+        "_agree.value_totals(np.array([[0, 10**9]], np.int32), ic32([0]), np.full(2, 3.0),"
+        " np.zeros(1, np.int64))"),
+    "unit_disagreement_codes, a remap past the values": (
+        "_agree.unit_disagreement_codes(np.zeros((2, 2), np.int32), ic32([10**9]), f(1), 0,"
+        " np.zeros(2), np.zeros(2), 1)"),
+    "unit_disagreement_counts, fewer values than columns": (
+        "_agree.unit_disagreement_counts(np.ones((2, 5000)), f(1), 0, np.zeros(2), np.zeros(2), 1)"),
+    "ratio_expected, a short output": "_agree.ratio_expected(f(50_000), f(50_000), np.zeros(2), 1)",
     "segment_inversions, offsets past the values": (
         "_corr.segment_inversions(np.zeros(3, dtype=np.intc), np.array([0, 10**9], dtype=np.intp),"
         " np.zeros(1, np.int64), 1)"),
@@ -186,7 +199,7 @@ HOSTILE_KERNEL_CALLS = {
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE_KERNEL_CALLS))
-def test_correlation_kernels_refuse_arrays_they_cannot_trust(case):
+def test_metrics_kernels_refuse_arrays_they_cannot_trust(case):
     import subprocess
     import sys
     import textwrap
@@ -194,7 +207,8 @@ def test_correlation_kernels_refuse_arrays_they_cannot_trust(case):
 
     code = textwrap.dedent(f"""
         import numpy as np
-        from metrics import _boot, _corr, _rank
+        from metrics import _agree, _boot, _corr, _rank
+        ic32 = lambda a: np.asarray(a, dtype=np.int32)
         f = lambda n: np.arange(n, dtype=np.float64)
         ip = lambda a: np.asarray(a, dtype=np.intp)
         ic = lambda a: np.asarray(a, dtype=np.intc)
