@@ -12,6 +12,7 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 from libc.stdint cimport int64_t, uint64_t
 from metrics._sortcount cimport sort_count
+from metrics._checks cimport check_indices, check_run_ends
 
 import numpy as np
 
@@ -83,33 +84,6 @@ cdef inline double _weighted_r(const int* w, const double* xc, const double* yc,
     elif r < -1:
         r = -1
     return r
-
-
-ctypedef fused index_t:
-    int
-    Py_ssize_t
-
-
-cdef int check_indices(const index_t[::1] a, Py_ssize_t n, Py_ssize_t top, str what) except -1:
-    """ValueError unless ``a`` holds n values in [0, top)."""
-    cdef Py_ssize_t i
-    if a.shape[0] != n:
-        raise ValueError(f"{what}: {a.shape[0]} entries for {n} points")
-    for i in range(n):
-        if a[i] < 0 or a[i] >= top:
-            raise ValueError(f"{what}: an entry out of range [0, {top})")
-    return 0
-
-
-cdef int check_run_ends(const index_t[::1] e, Py_ssize_t n, str what) except -1:
-    """ValueError unless e[k] (the end of k's run) lies in (k, n] for every k."""
-    cdef Py_ssize_t k
-    if e.shape[0] != n:
-        raise ValueError(f"{what}: {e.shape[0]} run ends for {n} points")
-    for k in range(n):
-        if e[k] <= k or e[k] > n:
-            raise ValueError(f"{what}: a run end out of range")
-    return 0
 
 
 def boot_pearson(const double[::1] xc, const double[::1] yc, uint64_t seed,

@@ -12,6 +12,7 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uint64_t
 from metrics._sortcount cimport insertion_count, merge_count, sort_count
+from metrics._checks cimport check_indices, check_segments
 from metrics._moments cimport (MOMENT_FIELDS, block_moments, block_moments_plain,
                                merge_moments, zero_moments)
 
@@ -44,28 +45,6 @@ cdef void _segment_moments(const double* x, const double* y, Py_ssize_t n,
         block_moments(x + start, y + start, m, part)
         merge_moments(acc, part)
         start += m
-
-
-cdef int check_segments(const Py_ssize_t[::1] offsets, Py_ssize_t n, str what) except -1:
-    """ValueError unless ``offsets`` (at least one) rise from >= 0 to <= n."""
-    cdef Py_ssize_t g
-    if offsets.shape[0] < 1 or offsets[0] < 0 or offsets[offsets.shape[0] - 1] > n:
-        raise ValueError(f"{what}: segment offsets outside the {n} values")
-    for g in range(offsets.shape[0] - 1):
-        if offsets[g + 1] < offsets[g]:
-            raise ValueError(f"{what}: segment offsets that fall")
-    return 0
-
-
-cdef int check_order(const Py_ssize_t[::1] order, Py_ssize_t n, str what) except -1:
-    """ValueError unless ``order`` holds n indices in [0, n)."""
-    cdef Py_ssize_t i
-    if order.shape[0] != n:
-        raise ValueError(f"{what}: an order of {order.shape[0]} for {n} values")
-    for i in range(n):
-        if order[i] < 0 or order[i] >= n:
-            raise ValueError(f"{what}: an index out of range in the order")
-    return 0
 
 
 def comoments(const double[::1] x, const double[::1] y, int n_threads, bint anchored=True):
@@ -277,7 +256,7 @@ def average_ranks_sorted(const double[::1] v, const Py_ssize_t[::1] order,
     cdef double r
     if ranks.shape[0] != n:
         raise ValueError(f"average_ranks_sorted: {ranks.shape[0]} ranks for {n} values")
-    check_order(order, n, "average_ranks_sorted")
+    check_indices(order, n, n, "average_ranks_sorted: order")
     with nogil:
         while i < n:
             j = i + 1
@@ -366,7 +345,7 @@ def kendall_general(const double[::1] x, const double[::1] y,
     cdef Py_ssize_t n = x.shape[0], i, j
     if y.shape[0] != n:
         raise ValueError(f"kendall_general: {n} x values against {y.shape[0]} y values")
-    check_order(order, n, "kendall_general")
+    check_indices(order, n, n, "kendall_general: order")
     xs_arr = np.empty(n, dtype=np.float64)
     ys_arr = np.empty(n, dtype=np.float64)
     buf_arr = np.empty(n, dtype=np.float64)
