@@ -79,19 +79,17 @@ def pair_order(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 
 
 def count_key_order(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """``np.lexsort((keys, counts))``: by count, ties by key (uint64 hashes).
+    """``np.lexsort((keys, counts))``: by count, ties by key (uint64 hashes), stably.
 
-    The vocabulary's scan order (rarest first, ties by hash).  Its keys are
-    distinct, so one sort by key and one by count (each row's position in
-    the key order breaking ties, see :func:`lex_order`) give the same
-    permutation in a third of the time (0.46 against 1.35 ms for the 17k
-    tokens of W's train contexts); equal keys fall back to ``np.lexsort``.
+    The vocabulary's scan order (rarest first, ties by hash), by the kernel
+    ``_search.count_key_order``: a byte-wise radix sort by key, then a
+    counting sort by count (0.33 against 1.34 ms for the 17k tokens of W's
+    train contexts, where two numpy sorts took the time).
     """
+    from . import _search
+
     counts, keys = np.asarray(counts), np.asarray(keys)
     if counts.shape != keys.shape or counts.ndim != 1:
         raise ValueError("count_key_order: counts and keys must be 1-D and of one length")
-    by_key = np.argsort(keys)
-    sk = keys[by_key]
-    if sk.shape[0] > 1 and (sk[1:] == sk[:-1]).any():
-        return np.lexsort((keys, counts))
-    return by_key[lex_order(counts[by_key])]
+    return _search.count_key_order(np.ascontiguousarray(counts, dtype=np.int64),
+                                   np.ascontiguousarray(keys, dtype=np.uint64))

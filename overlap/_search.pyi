@@ -145,6 +145,9 @@ def vocab_table(
     NDArray[np.uint64], NDArray[np.int32], NDArray[np.uint64], NDArray[np.int64],
     NDArray[np.int64],
 ]: ...
+def count_key_order(
+    counts: NDArray[np.int64], keys: NDArray[np.uint64]
+) -> NDArray[np.int64]: ...
 def reference_records(
     ip: NDArray[np.int64], h: NDArray[np.uint64], sz: NDArray[np.int64], n_fields: int, n: int,
     n_threads: int,

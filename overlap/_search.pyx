@@ -3146,6 +3146,90 @@ def vocab_table(const uint64_t[::1] hashes, out=None, int n_threads=1):
         free(cut)
 
 
+def count_key_order(const int64_t[::1] counts, const uint64_t[::1] keys):
+    """``np.lexsort((keys, counts))`` as int64: by count, ties by key, then by position.
+
+    The vocabulary's scan order (rarest first, ties by hash).  An LSD radix
+    sort of the positions by key, a byte a pass (a pass whose byte is the same
+    in every key is skipped), then a stable counting sort by count (a stable
+    argsort when the counts span more than 4 * n + 1024 values).  ValueError
+    for a negative count or arrays of different lengths.
+    """
+    cdef int64_t n = keys.shape[0], i, acc, w, top = 0
+    cdef int b
+    cdef uint64_t d
+    if counts.shape[0] != n:
+        raise ValueError(f"count_key_order: {counts.shape[0]} counts for {n} keys")
+    for i in range(n):
+        if counts[i] < 0:
+            raise ValueError("count_key_order: a negative count")
+        if counts[i] > top:
+            top = counts[i]
+    order = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return order
+    spare = np.empty(n, dtype=np.int64)
+    kcur = np.array(keys, dtype=np.uint64)
+    kspare = np.empty(n, dtype=np.uint64)
+    cdef int64_t[::1] o = order
+    cdef int64_t[::1] o2 = spare
+    cdef uint64_t[::1] k = kcur
+    cdef uint64_t[::1] k2 = kspare
+    cdef int64_t[::1] tmp_o
+    cdef uint64_t[::1] tmp_k
+    cdef int64_t hist[256]
+    cdef bint whole
+    for b in range(8):
+        for i in range(256):
+            hist[i] = 0
+        with nogil:
+            for i in range(n):
+                hist[(k[i] >> (8 * b)) & 255] += 1
+        whole = False
+        for i in range(256):
+            if hist[i] == n:
+                whole = True
+        if whole:
+            continue
+        acc = 0
+        for i in range(256):
+            w = hist[i]
+            hist[i] = acc
+            acc += w
+        with nogil:
+            for i in range(n):
+                d = (k[i] >> (8 * b)) & 255
+                o2[hist[d]] = o[i]
+                k2[hist[d]] = k[i]
+                hist[d] += 1
+        tmp_o = o
+        o = o2
+        o2 = tmp_o
+        tmp_k = k
+        k = k2
+        k2 = tmp_k
+        order, spare = spare, order   # the arrays behind o and o2
+    ranked = np.take(np.asarray(counts), order)
+    cdef int64_t[::1] rk = ranked
+    if top > 4 * n + 1024:
+        return order[np.argsort(ranked, kind="stable")]
+    cdef int64_t[::1] out_v = spare
+    bucket = np.zeros(top + 1, dtype=np.int64)
+    cdef int64_t[::1] bk = bucket
+    with nogil:
+        for i in range(n):
+            bk[rk[i]] += 1
+        acc = 0
+        for i in range(top + 1):
+            w = bk[i]
+            bk[i] = acc
+            acc += w
+        for i in range(n):
+            out_v[bk[rk[i]]] = o[i]
+            bk[rk[i]] += 1
+    return spare
+
+
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
                       int n_fields, int64_t n, int n_threads):
     """Per reference and field: (size, row start, row end, token signature words).

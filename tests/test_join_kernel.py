@@ -442,6 +442,33 @@ def test_pair_order_is_lexsort(pairs, dtype, huge):
 
 
 @settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 2**64 - 1)), max_size=300),
+       st.sampled_from(["random", "few keys", "one byte differs", "huge count"]))
+def test_count_key_order_is_lexsort(rows, shape):
+    """The vocabulary's scan order: by count, ties by key, then by position."""
+    from overlap._order import count_key_order
+
+    counts = np.array([c for c, _ in rows], dtype=np.int64)
+    keys = np.array([k for _, k in rows], dtype=np.uint64)
+    if shape == "few keys":  # equal keys: ties go by position
+        keys %= np.uint64(3)
+    elif shape == "one byte differs":  # every other radix pass is skipped
+        keys = (keys & np.uint64(0xFF00)) | np.uint64(0x5A5A5A5A5A5A00FF)
+    elif shape == "huge count" and len(rows):
+        counts[0] = 2**40  # past the counting sort's range: the stable argsort
+    np.testing.assert_array_equal(count_key_order(counts, keys), np.lexsort((keys, counts)))
+
+
+def test_count_key_order_refuses_what_it_cannot_order():
+    from overlap import _search
+
+    with pytest.raises(ValueError, match="negative"):
+        _search.count_key_order(np.array([1, -1]), np.array([1, 2], dtype=np.uint64))
+    with pytest.raises(ValueError, match="2 counts for 3 keys"):
+        _search.count_key_order(np.array([1, 1]), np.array([1, 2, 3], dtype=np.uint64))
+
+
+@settings(max_examples=300, deadline=None)
 @given(st.integers(1, 3).flatmap(lambda nk: st.lists(
     st.tuples(*[st.integers(-2, 70) for _ in range(nk)]), max_size=150)),
     st.booleans())
