@@ -3151,11 +3151,11 @@ def count_key_order(const int64_t[::1] counts, const uint64_t[::1] keys):
 
     The vocabulary's scan order (rarest first, ties by hash).  An LSD radix
     sort of the positions by key, a byte a pass (a pass whose byte is the same
-    in every key is skipped), then a stable counting sort by count (a stable
-    argsort when the counts span more than 4 * n + 1024 values).  ValueError
+    in every key is skipped), then a stable sort by count (counting_sort_sizes,
+    or a stable argsort when its range is exceeded).  ValueError
     for a negative count or arrays of different lengths.
     """
-    cdef int64_t n = keys.shape[0], i, acc, w, top = 0
+    cdef int64_t n = keys.shape[0], i, acc, w
     cdef int b
     cdef uint64_t d
     if counts.shape[0] != n:
@@ -3163,8 +3163,6 @@ def count_key_order(const int64_t[::1] counts, const uint64_t[::1] keys):
     for i in range(n):
         if counts[i] < 0:
             raise ValueError("count_key_order: a negative count")
-        if counts[i] > top:
-            top = counts[i]
     order = np.arange(n, dtype=np.int64)
     if n < 2:
         return order
@@ -3211,23 +3209,10 @@ def count_key_order(const int64_t[::1] counts, const uint64_t[::1] keys):
         order, spare = spare, order   # the arrays behind o and o2
     ranked = np.take(np.asarray(counts), order)
     cdef int64_t[::1] rk = ranked
-    if top > 4 * n + 1024:
-        return order[np.argsort(ranked, kind="stable")]
-    cdef int64_t[::1] out_v = spare
-    bucket = np.zeros(top + 1, dtype=np.int64)
-    cdef int64_t[::1] bk = bucket
-    with nogil:
-        for i in range(n):
-            bk[rk[i]] += 1
-        acc = 0
-        for i in range(top + 1):
-            w = bk[i]
-            bk[i] = acc
-            acc += w
-        for i in range(n):
-            out_v[bk[rk[i]]] = o[i]
-            bk[rk[i]] += 1
-    return spare
+    cdef int64_t[::1] pv = spare
+    if counting_sort_sizes(&rk[0], n, &pv[0]):
+        return order[spare]
+    return order[np.argsort(ranked, kind="stable")]
 
 
 def reference_records(const int64_t[::1] ip, const uint64_t[::1] h, const int64_t[::1] sz,
