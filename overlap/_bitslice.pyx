@@ -217,14 +217,14 @@ cdef class BitsliceIndex:
         cdef QColl Q
         if n_fields != self.x.F:
             raise ValueError("queries and references must have the same fields")
-        if (ip.shape[0] != n_fields * (n_queries + 1) or sz.shape[0] != n_fields * n_queries
+        check_flat(ip, h.shape[0], n_fields, n_queries, "BitsliceIndex.top_k")
+        if (sz.shape[0] != n_fields * n_queries
                 or not 0 <= start <= stop <= n_queries or k < 1
                 or out_score.shape[0] < stop or out_score.shape[1] != k
                 or out_index.shape[0] < stop or out_index.shape[1] != k):
             raise ValueError("BitsliceIndex.top_k: inconsistent arguments")
         if exclude_self and n_queries != self.x.n:
             raise ValueError("exclude_self needs the references as queries")
-        check_flat(ip, h.shape[0], n_fields, n_queries, "BitsliceIndex.top_k")
         if longest_row(ip, n_fields, n_queries, start, stop) > max_row:
             raise ValueError(f"BitsliceIndex.top_k: a query row is longer than max_row={max_row}")
         Q.F = n_fields
