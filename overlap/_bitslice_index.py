@@ -107,7 +107,7 @@ def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     row_base = 0
     rbase = 0
     for ts, (vocab, inverse, table_keys, table_ids, df) in zip(
-            fields, _index.vocabularies(fields, n_threads)):
+            fields, _index.vocabularies([ts.hashes for ts in fields], n_threads)):
         nv = vocab.shape[0]
         freq = frequent_tokens(df, n, ts.nnz, nw)
         drow = np.full(nv, -1, dtype=np.int64)

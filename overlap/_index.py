@@ -17,11 +17,50 @@ _EMPTY_U32 = np.zeros(0, dtype=np.uint32)
 _INT32_MAX = np.iinfo(np.int32).max
 
 
-def collection(fields: tuple) -> _search.Collection:
-    """Concatenate aligned fields into one flat Collection (fingerprints on first use)."""
+#: Reference sets of at least this many rows are renumbered by size inside the
+#: postings index (see renumbered); smaller ones keep the caller's order.
+RENUMBER_MIN_ROWS = 1 << 17
+
+
+def renumbered(n_rows: int) -> bool:
+    """Whether an index over ``n_rows`` references renumbers them by size.
+
+    Rows of one size then sit side by side in every array a search reads
+    (postings, records, the rows themselves), and the self-join's queries
+    come in size order too.  The results do not change (the kernels report
+    the caller's ids, see ``_search.Collection``); the renumbered rows are a
+    copy of the tokens, which pays on large sets only.  On the generated 1M
+    bench set (``bench/test_bench_scale.py``) the self-join at 0.8, index
+    build included, took 2.74-3.90 s renumbered against 3.40-4.97 as stored
+    (two threads, five alternating runs each); W's 76k train contexts gain
+    nothing (the copy costs what the join saves).
+    """
+    return n_rows >= RENUMBER_MIN_ROWS
+
+
+def collection(fields: tuple, by_size: bool = False, n_threads: int = 1) -> _search.Collection:
+    """Concatenate aligned fields into one flat Collection (fingerprints on first use).
+
+    ``by_size``: the rows renumbered by their sizes (``_search.size_order``),
+    copied in that order (``_search.gather_field``, on ``n_threads``), with
+    their own ids kept as the Collection's ``ids``.
+    """
     n = len(fields[0])
     nf = len(fields)
     multiset = fields[0].multiset
+    if by_size:
+        order = _search.size_order(np.concatenate([ts.sizes for ts in fields]), nf, n)
+        total = sum(ts.nnz for ts in fields)
+        h = np.empty(total, dtype=np.uint64)
+        c = np.empty(total, dtype=np.uint32) if multiset else _EMPTY_U32
+        ips, pos = [], 0
+        for ts in fields:
+            ips.append(_search.gather_field(ts.indptr, ts.hashes,
+                                            ts.counts if multiset else _EMPTY_U32, order, h, c,
+                                            pos, n_threads))
+            pos += ts.nnz
+        sz = np.concatenate([ts.sizes[order] for ts in fields])
+        return _search.Collection(np.concatenate(ips), h, c, sz, nf, n, multiset, ids=order)
     if nf == 1:
         ip = fields[0].indptr
         h = fields[0].hashes
@@ -55,9 +94,10 @@ def reference_index(
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
     total = sum(ts.nnz for ts in fields)
-    # every field's vocabulary ids, numbered one field after the other
+    # every field's vocabulary ids, numbered one field after the other, over
+    # the tokens as coll stores them (renumbered or not)
     inverse = np.empty(total, dtype=np.int32)
-    tables = vocabularies(fields, n_threads, inverse)
+    tables = vocabularies(stored_hashes(coll), n_threads, inverse)
     tkeys, tids, ranks, dfs = [], [], [], []
     toff = [0]
     nv_total = 0
@@ -109,28 +149,37 @@ def max_mass(fields: tuple) -> int:
     return int(max((int(ts.sizes.max()) if len(ts) else 0) for ts in fields))
 
 
-def vocabularies(fields: tuple, n_threads: int = 1, out: np.ndarray | None = None) -> list:
+def stored_hashes(coll: _search.Collection) -> list:
+    """Every field's hashes as ``coll`` stores them (its rows' order), one array a field."""
+    ip, h, _, _ = coll.arrays
+    n = coll.n_rows
+    return [h[ip[f * (n + 1)]:ip[f * (n + 1) + n]] for f in range(coll.n_fields)]
+
+
+def vocabularies(hashes: list, n_threads: int = 1, out: np.ndarray | None = None) -> list:
     """``_search.vocab_table`` of every field's hashes (ids from 0 in each field).
 
-    Each item is ``(keys, inverse, tkeys, tids, df)``.  With ``out`` (int32,
-    as long as all fields' tokens together) field ``f``'s ids are written into
+    ``hashes``: one uint64 array a field (``ts.hashes``, or ``stored_hashes``
+    of a Collection).  Each item is ``(keys, inverse, tkeys, tids, df)``.
+    With ``out`` (int32, as long as all fields' tokens together) field
+    ``f``'s ids are written into
     its slice of ``out``, fields one after the other.  Several fields are
     built side by side, one field's tokens in chunks on the threads left
     (the table is built without the GIL); the result does not depend on
     ``n_threads``.
     """
     slices, pos = [], 0
-    for ts in fields:
-        slices.append(None if out is None else out[pos:pos + ts.nnz])
-        pos += ts.nnz
+    for h in hashes:
+        slices.append(None if out is None else out[pos:pos + h.shape[0]])
+        pos += h.shape[0]
 
-    side = min(len(fields), n_threads) if pos >= PARALLEL_VOCAB else 1
+    side = min(len(hashes), n_threads) if pos >= PARALLEL_VOCAB else 1
     each = max(1, n_threads // side)
 
     def one(f: int):
-        return _search.vocab_table(fields[f].hashes, slices[f], each)
+        return _search.vocab_table(hashes[f], slices[f], each)
 
     if side > 1:
         with ThreadPoolExecutor(side) as pool:
-            return list(pool.map(one, range(len(fields))))
-    return [one(f) for f in range(len(fields))]
+            return list(pool.map(one, range(len(hashes))))
+    return [one(f) for f in range(len(hashes))]

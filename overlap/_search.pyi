@@ -20,6 +20,16 @@ class Collection:
     def has_fingerprints(self) -> bool: ...
     def need_fingerprints(self, n_threads: int = 1) -> NDArray[np.uint64]: ...
     def records(self, n_threads: int) -> NDArray[np.int64]: ...
+    @property
+    def ids(self) -> NDArray[np.int64] | None: ...
+    @property
+    def n_rows(self) -> int: ...
+    @property
+    def n_fields(self) -> int: ...
+    @property
+    def arrays(
+        self,
+    ) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint32], NDArray[np.int64]]: ...
     def __init__(
         self,
         ip: NDArray[np.int64],
@@ -29,6 +39,7 @@ class Collection:
         n_fields: int,
         n: int,
         multiset: bool,
+        ids: NDArray[np.int64] | None = None,
     ) -> None: ...
 
 class ReferenceIndex:
@@ -147,6 +158,17 @@ def vocab_table(
 ]: ...
 def count_key_order(
     counts: NDArray[np.int64], keys: NDArray[np.uint64]
+) -> NDArray[np.int64]: ...
+def size_order(sz: NDArray[np.int64], n_fields: int, n: int) -> NDArray[np.int64]: ...
+def gather_field(
+    ip: NDArray[np.int64],
+    h: NDArray[np.uint64],
+    cnt: NDArray[np.uint32],
+    order: NDArray[np.int64],
+    out_h: NDArray[np.uint64],
+    out_c: NDArray[np.uint32],
+    base: int,
+    n_threads: int = 1,
 ) -> NDArray[np.int64]: ...
 def reference_records(
     ip: NDArray[np.int64], h: NDArray[np.uint64], sz: NDArray[np.int64], n_fields: int, n: int,

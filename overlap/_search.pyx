@@ -38,6 +38,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, realloc, free, qsort
+from libc.string cimport memcpy
 from libc.math cimport ceil
 
 from overlap._openmp cimport omp_get_thread_num
@@ -121,6 +122,8 @@ ctypedef struct Coll:
     const uint32_t* c        # NULL for sets
     const int64_t* sz        # F * n sizes
     const uint64_t* fp       # n row fingerprints
+    const int64_t* id        # n: the id each row stands for in results (NULL: its index;
+                             # a renumbered collection, see Collection)
 
 ctypedef struct VocabSlot:
     # one slot of a field's open-addressing table: a reference hash and its id
@@ -218,21 +221,46 @@ ctypedef struct Scratch:
     int64_t n_verify     # exact verifications
 
 
+cdef const int64_t[::1] check_permutation(object ids, int64_t n, str what) except *:
+    """``ids`` as a memoryview, after checking it holds each of 0..n-1 once (else ValueError)."""
+    cdef int64_t i, v
+    if not isinstance(ids, np.ndarray) or ids.dtype != np.int64 or ids.ndim != 1:
+        raise ValueError(f"{what}: a 1-d int64 array is needed")
+    if ids.shape[0] != n:
+        raise ValueError(f"{what}: {ids.shape[0]} ids for {n} rows")
+    cdef const int64_t[::1] iv = np.ascontiguousarray(ids)
+    seen = np.zeros(n, dtype=np.uint8)
+    cdef uint8_t[::1] sv = seen
+    for i in range(n):
+        v = iv[i]
+        if v < 0 or v >= n or sv[v]:
+            raise ValueError(f"{what}: not a permutation of 0..{n - 1}")
+        sv[v] = 1
+    return iv
+
+
 cdef class Collection:
     """Flat view of one or more aligned fields (kept alive while kernels run).
 
     The rows' fingerprints are made on first use (need_fingerprints): only
     the top-1 exact-duplicate shortcut and dedup's identical-unit labels
     read them, so a join never pays for them.
+
+    ``ids`` (int64, a permutation of ``0..n-1``, or None) renumbers the rows:
+    row ``i`` holds the caller's row ``ids[i]`` (see gather_rows), and the
+    search kernels report that id wherever they report a row (pairs, top-k
+    indices, the tie rule of the top-k).  None: row ``i`` is row ``i``.
     """
     cdef Coll c
     cdef object _keep
+    cdef object _ids
     cdef object _fp
     cdef object _lock
 
     def __init__(self, const int64_t[::1] ip, const uint64_t[::1] h, const uint32_t[::1] cnt,
-                 const int64_t[::1] sz, int n_fields, int64_t n, bint multiset):
+                 const int64_t[::1] sz, int n_fields, int64_t n, bint multiset, ids=None):
         cdef int64_t i
+        cdef const int64_t[::1] iv
         check_flat(ip, h.shape[0], n_fields, n, "Collection")
         if sz.shape[0] != <int64_t>n_fields * n:
             raise ValueError(f"Collection: {sz.shape[0]} sizes for {n_fields} field(s) of {n} rows")
@@ -241,6 +269,16 @@ cdef class Collection:
                 raise ValueError("Collection: a negative row size")
         if multiset and cnt.shape[0] != h.shape[0]:
             raise ValueError("Collection: counts and hashes differ in length")
+        self.c.id = NULL
+        self._ids = None
+        if ids is not None:
+            check_permutation(ids, n, "Collection: ids")
+            # a private, read-only copy: the kernels write results at these ids
+            ids = np.array(ids, dtype=np.int64, order="C")
+            ids.flags.writeable = False
+            iv = ids
+            self._ids = ids
+            self.c.id = &iv[0] if n else NULL
         self._keep = (ip, h, cnt, sz)
         self._fp = None
         self._lock = threading.Lock()
@@ -251,6 +289,24 @@ cdef class Collection:
         self.c.c = (&cnt[0] if cnt.shape[0] else NULL) if multiset else NULL
         self.c.sz = &sz[0] if sz.shape[0] else NULL
         self.c.fp = NULL
+
+    @property
+    def ids(self):
+        """The caller's id of every row (a permutation), or None when row i is row i."""
+        return self._ids
+
+    @property
+    def n_rows(self):
+        return self.c.n
+
+    @property
+    def n_fields(self):
+        return self.c.F
+
+    @property
+    def arrays(self):
+        """(ip, h, cnt, sz): the flat arrays the collection reads."""
+        return self._keep
 
     def need_fingerprints(self, int n_threads=1):
         """Every row's fingerprint (row_fingerprints), made once on n_threads.
@@ -353,6 +409,15 @@ cdef class ReferenceIndex:
         self.x.voff = &vo[0]
         self.x.tinfo = <const TokenInfo*>&tv[0] if tv.shape[0] else NULL
 
+    def _check_renumbered(self, Collection queries, bint against_self):
+        """A search of the references against themselves (exclude_self, the
+        self-join) compares query and reference indices: with renumbered rows
+        (Collection ids) both sides must be the index's own collection."""
+        if against_self and queries is not self.refs and (
+                queries.c.id != NULL or self.refs.c.id != NULL):
+            raise ValueError("overlap search: a renumbered collection is searched against "
+                             "itself only as the index's own references")
+
     def _need_ref_column(self):
         """Make the compact reference column once (kept until the index goes).
 
@@ -415,9 +480,12 @@ cdef class ReferenceIndex:
         """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool)."""
         cdef int pool_size
         check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        self._check_renumbered(queries, exclude_self)
+        # a renumbered query i writes row ids[i]: any row of the outputs
+        cdef int64_t rows = stop if queries.c.id == NULL else queries.c.n
         if k < 1 or out_score.shape[1] != k or out_index.shape[1] != k or (
-                out_score.shape[0] < stop or out_index.shape[0] < stop):
-            raise ValueError(f"overlap search: outputs of shape (>= {stop}, {k}) needed")
+                out_score.shape[0] < rows or out_index.shape[0] < rows):
+            raise ValueError(f"overlap search: outputs of shape (>= {rows}, {k}) needed")
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, k,
                                         &pool_size)
         if min_score < POSITIONAL_CUT:
@@ -446,6 +514,7 @@ cdef class ReferenceIndex:
         """
         cdef int pool_size
         check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        self._check_renumbered(queries, upper_only)
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, 1,
                                         &pool_size)
         cdef int n_buffers = max(1, n_threads), t
@@ -1091,6 +1160,11 @@ cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept 
     return 0
 
 
+cdef inline int64_t row_id(const Coll* C, int64_t i) noexcept nogil:
+    """The id row i of C stands for in results (see Collection's ids)."""
+    return C.id[i] if C.id != NULL else i
+
+
 cdef inline int64_t lower_bound_group(const Group* g, int64_t lo, int64_t hi, int64_t size,
                                       int64_t first) noexcept nogil:
     """The first group in [lo, hi) whose size is >= ``size`` (hi if none).
@@ -1255,7 +1329,7 @@ cdef inline void verify_now(const Task* T, Query* u, Scratch* s, int64_t r) noex
     s.n_verify += 1
     sc = exact_score(T.Q, u.qi, T.R, r, -1, 0)
     if sc > 0.0 and sc >= T.floor_score:
-        topk_insert(s.ks, s.ki, &s.nk, T.k, sc, r)
+        topk_insert(s.ks, s.ki, &s.nk, T.k, sc, row_id(T.R, r))
 
 
 cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nogil:
@@ -1339,21 +1413,29 @@ cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexc
 
 
 cdef inline bint exact_duplicate(const Task* T, const Query* u, Scratch* s) noexcept nogil:
-    """Top-1: score 1.0 at the lowest reference identical to the query, if any."""
+    """Top-1: score 1.0 at the lowest reference identical to the query, if any.
+
+    Lowest by id (row_id): in a renumbered collection every identical
+    reference of the fingerprint's run is looked at.
+    """
     cdef const Index* X = T.X
     cdef uint64_t key = T.Q.fp[u.qi]
-    cdef int64_t p = lower_bound_u64(X.fps, 0, X.nfp, key), r
+    cdef int64_t p = lower_bound_u64(X.fps, 0, X.nfp, key), r, best = -1
     while p < X.nfp and X.fps[p] == key:
         r = X.fpi[p]
         p += 1
         if T.exclude and r == u.qi:
             continue
-        if rows_identical(T.Q, u.qi, T.R, r):
-            s.ks[0] = 1.0
-            s.ki[0] = r
-            s.nk = 1
-            return True
-    return False
+        if (best < 0 or row_id(T.R, r) < best) and rows_identical(T.Q, u.qi, T.R, r):
+            best = row_id(T.R, r)
+            if T.R.id == NULL:
+                break  # fpi is ascending within a run: the first is the lowest
+    if best < 0:
+        return False
+    s.ks[0] = 1.0
+    s.ki[0] = best
+    s.nk = 1
+    return True
 
 
 cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcept nogil:
@@ -1491,7 +1573,9 @@ cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept n
         return
     if T.exclude and qi < T.R.n:
         mark_done(u, s, qi)   # reset with the other touched references
-    if s.prev_q == qi - 1 and s.prev_best >= 0:
+    # (in a renumbered collection neighbours by index are not neighbours in
+    # the caller's order, and prev_best is an id: no seed)
+    if s.prev_q == qi - 1 and s.prev_best >= 0 and T.R.id == NULL and T.Q.id == NULL:
         r = s.prev_best + 1
         if r < T.R.n and s.state[r] == 0 and not (T.exclude and r == qi):
             mark_done(u, s, r)
@@ -2119,7 +2203,7 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
     cdef const Index* X = T.X
     cdef const int64_t* rec
     cdef int F = T.Q.F, f
-    cdef int64_t j, r, c, z, q = u.size
+    cdef int64_t j, r, c, z, a, b, q = u.size
     cdef double cut = running_cut(s, T), sc
     # the driver field's count is exact when every posting was read whole
     cdef bint counts_exact = u.rest == 0 and u.skipped == 0 and u.partial == 0
@@ -2148,11 +2232,14 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
         if sc <= 0.0 or sc < T.floor_score:
             continue
         if T.mode == MODE_TOPK:
-            topk_insert(s.ks, s.ki, &s.nk, T.k, sc, r)
+            topk_insert(s.ks, s.ki, &s.nk, T.k, sc, row_id(T.R, r))
             cut = running_cut(s, T)
-        elif push_pair(pairs, u.qi if not T.exclude or u.qi < r else r,
-                       r if not T.exclude or u.qi < r else u.qi, sc) != 0:
-            pairs.failed = 1
+        else:
+            a = row_id(T.Q, u.qi)
+            b = row_id(T.R, r)
+            if push_pair(pairs, a if not T.exclude or a < b else b,
+                         b if not T.exclude or a < b else a, sc) != 0:
+                pairs.failed = 1
 
 
 cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noexcept nogil:
@@ -2309,7 +2396,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
                 s.prev_q = qi
                 s.prev_best = s.ki[0] if s.nk > 0 else -1
                 if mode == MODE_TOPK:
-                    write_top_k(s, qi, k, out_s, out_i)
+                    write_top_k(s, row_id(Q, qi), k, out_s, out_i)
         finally:
             if s != NULL:
                 stats[3 * tid] += s.n_post
@@ -2402,6 +2489,89 @@ cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t 
         raise ValueError("overlap search: a scratch pool made for another shape of call")
     size[0] = pool.n_threads
     return pool.s
+
+
+# ---------------------------------------------------------------- renumbering rows by size
+
+def size_order(const int64_t[::1] sz, int n_fields, int64_t n):
+    """The rows by size in field 0, then in field 1, and so on, then by index.
+
+    ``sz`` holds ``n_fields * n`` non-negative sizes, field after field (a
+    Collection's).  Returns an int64 permutation: one stable counting sort a
+    field, from the last to the first (a stable argsort when a field's sizes
+    span more than counting_sort_sizes takes).  Rows of the same size in
+    every field keep their order: identical rows stay in index order.
+    """
+    cdef int64_t i, f
+    if n_fields < 1 or n < 0 or sz.shape[0] != <int64_t>n_fields * n:
+        raise ValueError(f"size_order: {sz.shape[0]} sizes for {n_fields} field(s) of {n} rows")
+    for i in range(sz.shape[0]):
+        if sz[i] < 0:
+            raise ValueError("size_order: a negative size")
+    order = np.arange(n, dtype=np.int64)
+    if n < 2:
+        return order
+    keys = np.empty(n, dtype=np.int64)
+    step = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o
+    cdef int64_t[::1] kv = keys
+    cdef int64_t[::1] sv = step
+    for f in range(n_fields - 1, -1, -1):
+        o = order
+        for i in range(n):
+            kv[i] = sz[f * n + o[i]]
+        if not counting_sort_sizes(&kv[0], n, &sv[0]):
+            step[:] = np.argsort(keys, kind="stable")
+        order = order[step]
+    return order
+
+
+def gather_field(const int64_t[::1] ip, const uint64_t[::1] h, const uint32_t[::1] cnt,
+                 order, uint64_t[::1] out_h, uint32_t[::1] out_c, int64_t base,
+                 int n_threads=1):
+    """Copy the rows ``order[0], order[1], ...`` of one field into ``out_h[base:]``.
+
+    The field is ``n = len(ip) - 1`` rows, row ``i`` being ``h[ip[i]:ip[i+1]]``
+    (and ``cnt[...]``, its counts, when ``out_c`` is not empty: then ``cnt``
+    must be as long as ``h``); ``order`` (int64) must hold each of ``0..n-1``
+    once.  Returns the new row bounds (n + 1, from ``base`` on); the rows are
+    copied on up to ``n_threads`` threads (the result does not depend on it).
+    With the fields copied one after the other, ``Collection(..., ids=order)``
+    is the collection renumbered by ``order``.
+    """
+    cdef int64_t n = ip.shape[0] - 1, k, r, a, m, pos = base
+    if n < 0:
+        raise ValueError("gather_field: no row bounds")
+    check_flat(ip, h.shape[0], 1, n, "gather_field")
+    cdef const int64_t[::1] ov = check_permutation(order, n, "gather_field: order")
+    cdef bint counts = out_c.shape[0] > 0
+    if counts and cnt.shape[0] != h.shape[0]:
+        raise ValueError("gather_field: counts and hashes differ in length")
+    if n_threads < 1:
+        raise ValueError(f"gather_field: n_threads must be at least 1, got {n_threads}")
+    new_ip = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] nip = new_ip
+    nip[0] = base
+    for k in range(n):
+        r = ov[k]
+        pos += ip[r + 1] - ip[r]
+        nip[k + 1] = pos
+    if base < 0 or pos > out_h.shape[0] or (counts and pos > out_c.shape[0]):
+        raise ValueError(f"gather_field: the output holds no {pos - base} tokens from {base} on")
+    cdef uint64_t* hp = &out_h[0] if pos > base else NULL
+    cdef uint32_t* cp = &out_c[0] if counts and pos > base else NULL
+    cdef const uint64_t* hs = &h[0] if h.shape[0] else NULL
+    cdef const uint32_t* cs = &cnt[0] if counts and cnt.shape[0] else NULL
+    with nogil:
+        for k in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+            r = ov[k]
+            a = ip[r]
+            m = ip[r + 1] - a
+            if m > 0:
+                memcpy(hp + nip[k], hs + a, m * sizeof(uint64_t))
+                if cp != NULL:
+                    memcpy(cp + nip[k], cs + a, m * sizeof(uint32_t))
+    return new_ip
 
 
 # ---------------------------------------------------------------- ratios and fingerprints

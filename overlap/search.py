@@ -87,15 +87,18 @@ CHUNK_SECONDS = 0.5
 _QUERIES_PER_GRAB = 16
 
 
-def query_work(fields: tuple) -> np.ndarray:
+def query_work(fields: tuple, order: np.ndarray | None = None) -> np.ndarray:
     """Cumulative estimated work of the queries: ``work[i]`` before query ``i``.
 
-    A query's work is its number of tokens over all fields, plus one.
+    A query's work is its number of tokens over all fields, plus one.  With
+    ``order`` (a renumbered collection's ids) query ``i`` is row ``order[i]``.
     """
     n = len(fields[0])
     per = np.ones(n, dtype=np.int64)
     for ts in fields:
         per += np.diff(ts.indptr)
+    if order is not None:
+        per = per[order]
     work = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(per, out=work[1:])
     return work
@@ -189,7 +192,9 @@ class OverlapIndex:
         _check_rows(self._max_row, len(fields), name,
                     _index.max_mass(fields) if as_queries else 0)
         nt = threads_for(len(fields[0]), nt, 4096)
-        self._coll = _index.collection(fields)
+        # large reference sets are renumbered by size (see _index.renumbered);
+        # the results are the same
+        self._coll = _index.collection(fields, _index.renumbered(len(fields[0])), nt)
         self._build_threads = nt
         self._postings: _search.ReferenceIndex | None = None
         self._postings_lock = threading.Lock()
@@ -214,10 +219,13 @@ class OverlapIndex:
     def n_fields(self) -> int:
         return len(self._fields)
 
-    def _prepare(self, queries, qname: str, rname: str):
+    def _prepare(self, queries, qname: str, rname: str, nt: int = 1):
         """(collection, work, against_self, max_row, max_mass) for a query set.
 
-        ``work`` is :func:`query_work` of the queries (its length is n + 1).
+        ``work`` is :func:`query_work` of the queries in the collection's
+        order (its length is n + 1).  Queries against renumbered references
+        are renumbered by size too (their results come back in the caller's
+        order), copied on ``nt`` threads.
 
         ``queries=None`` means the references themselves (all vs rest, or the
         self-join's upper triangle).
@@ -231,11 +239,12 @@ class OverlapIndex:
             check_compatible(qfields, self._fields, qname, rname)
             q_row = _index.max_row(qfields)
             _check_rows(q_row, len(qfields), qname, _index.max_mass(qfields))
-            qcoll = _index.collection(qfields)
+            qcoll = _index.collection(qfields, self._coll.ids is not None,
+                                      threads_for(len(qfields[0]), nt, 4096))
             against_self = False
         max_row = max(self._max_row, q_row)
         max_mass = _index.max_mass(qfields)
-        return qcoll, query_work(qfields), against_self, max_row, max_mass
+        return qcoll, query_work(qfields, qcoll.ids), against_self, max_row, max_mass
 
     def max_overlap(
         self,
@@ -254,7 +263,8 @@ class OverlapIndex:
         min_score = check_unit_interval(min_score, "min_score")
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries", self._name)
+        qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries", self._name,
+                                                                nt)
         n = work.shape[0] - 1
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
@@ -294,7 +304,7 @@ class OverlapIndex:
         threshold = _check_join_threshold(threshold)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name)
+        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
         parts = []
         # the chunks' calls share their per-thread scratch
         pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, 1)

@@ -531,6 +531,39 @@ HOSTILE_RAW_CALLS = {
     "a bag collection without a count per token": """
         _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([1]), i64([2, 2]), 1, 2, True)
     """,
+    "a collection whose ids repeat a row": """
+        _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False,
+                           ids=i64([1, 1]))
+    """,
+    "a collection whose ids point past its rows": """
+        _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False,
+                           ids=i64([0, 7]))
+    """,
+    "rows gathered in an order that skips one": """
+        h, c = np.zeros(4, dtype=np.uint64), np.zeros(0, dtype=np.uint32)
+        _search.gather_field(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([0, 0]), h, c, 0, 1)
+    """,
+    "rows gathered into an output too short": """
+        h, c = np.zeros(3, dtype=np.uint64), np.zeros(0, dtype=np.uint32)
+        _search.gather_field(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([1, 0]), h, c, 0, 1)
+    """,
+    "a renumbered self-search handed another collection": """
+        from overlap import TokenSets, _index
+        ts = TokenSets.from_ids([[1, 2], [1, 2, 3], [4]])
+        refs = _index.collection((ts,), by_size=True)
+        other = _index.collection((ts,), by_size=True)
+        ri = _index.reference_index((ts,), refs, 1)
+        ri.join(other, 0, 3, 0.5, True, 3, 3, 1)
+    """,
+    "renumbered queries writing past a short output": """
+        from overlap import TokenSets, _index
+        ts = TokenSets.from_ids([[1, 2], [1, 2, 3], [4]])
+        refs = _index.collection((ts,))
+        qs = _index.collection((ts,), by_size=True)
+        ri = _index.reference_index((ts,), refs, 1)
+        s, i = np.zeros((1, 1)), np.full((1, 1), -1, dtype=np.int64)
+        ri.top_k(qs, 0, 1, 1, 0.0, False, 3, 3, 1, s, i)
+    """,
     "ratios of collections of different lengths": """
         a = _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
         b = _search.Collection(i64([0, 1]), u64([1]), u32([]), i64([1]), 1, 1, False)

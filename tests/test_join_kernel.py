@@ -274,7 +274,7 @@ def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multis
     ts = TokenSets.from_ids(rows, multiset=multiset)
     coll = _index.collection((ts,))
     inverse = np.empty(ts.nnz, dtype=np.int32)
-    ((vocab, _, _, _, df),) = _index.vocabularies((ts,), n_threads, inverse)
+    ((vocab, _, _, _, df),) = _index.vocabularies([ts.hashes], n_threads, inverse)
     rank = np.empty(vocab.shape[0], dtype=np.int64)
     rank[count_key_order(df, vocab)] = np.arange(vocab.shape[0])
     pptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
