@@ -63,4 +63,5 @@ def fill_field(
     n_rows: int,
     nw: int,
     n_threads: int,
+    out: NDArray[np.uint64] | None = None,
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int32]]: ...

@@ -43,6 +43,7 @@ cimport numpy as cnp
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, int32_t
 from libc.stdlib cimport malloc, calloc, free
+from libc.string cimport memset
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._sets cimport chunk_first_slots, dice, fmix64, topk_insert
@@ -326,7 +327,7 @@ cdef enum:
 
 def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
                const int64_t[::1] order, const int64_t[::1] drow, int64_t n_rows,
-               int64_t nw, int n_threads):
+               int64_t nw, int n_threads, out=None):
     """The bitmaps and the rare postings of one field, in the renumbered order.
 
     Reference ``order[k]`` (original index) is renumbered ``k``; its tokens
@@ -339,8 +340,11 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
 
     Chunks of renumbered references (whole 64-reference words, so no two
     threads write one word) are filled in parallel, each from its own
-    offsets: the result does not depend on ``n_threads``.  ValueError for an
-    id, a row or a reference out of range.
+    offsets: the result does not depend on ``n_threads``.  Each chunk first
+    clears its words of every row.  ``out`` (uint64, ``n_rows * nw`` words,
+    e.g. one field's part of every field's bitmaps) receives the bitmaps
+    instead of a new array; whatever it held is overwritten.  ValueError for
+    an id, a row or a reference out of range, or an ``out`` of another length.
     """
     cdef int64_t n = order.shape[0], V = drow.shape[0], nnz = inverse.shape[0]
     cdef int64_t k, i, t, v, row, c, acc, w, seen, a, b
@@ -359,11 +363,17 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
     cdef int n_chunks = (FILL_CHUNKS * n_threads
                          if n_threads > 1 and nnz >= FILL_MIN_TOKENS
                          and FILL_CHUNKS * n_threads * V <= 4 * nnz else 1)
-    bits = np.zeros(n_rows * nw, dtype=np.uint64)
+    if out is None:
+        bits = np.empty(n_rows * nw, dtype=np.uint64)
+    else:
+        bits = out
+    cdef uint64_t[::1] bv = bits
+    if bv.shape[0] != n_rows * nw:
+        raise ValueError(f"fill_field: out must hold n_rows * nw = {n_rows * nw} words, "
+                         f"got {bv.shape[0]}")
     rptr = np.zeros(V + 1, dtype=np.int64)
     cuts = np.zeros(n_chunks + 1, dtype=np.int64)
     fill = np.zeros(<int64_t>n_chunks * V, dtype=np.int64)
-    cdef uint64_t[::1] bv = bits
     cdef int64_t[::1] rp = rptr
     cdef int64_t[::1] cut = cuts
     cdef int64_t[::1] fv = fill
@@ -412,6 +422,13 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
         for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             chunk_first_slots(fp, n_chunks, V, v, rp[v])
         for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
+            # the chunk's words of every row (cuts fall on words, but n; the
+            # last chunk also clears the padding words up to nw)
+            a = (cut[c] + 63) >> 6
+            b = nw if c == n_chunks - 1 else (cut[c + 1] + 63) >> 6
+            if b > a:
+                for row in range(n_rows):
+                    memset(bp + row * nw + a, 0, <size_t>(b - a) * sizeof(uint64_t))
             for k in range(cut[c], cut[c + 1]):
                 i = order[k]
                 for t in range(indptr[i], indptr[i + 1]):

@@ -18,7 +18,6 @@ import threading
 import numpy as np
 
 from . import _bitslice, _index, _search
-from ._order import lex_order
 
 #: ``None`` chooses by cost; ``"bitslice"`` or ``"postings"`` forces a path
 #: wherever the bit-sliced kernel supports the call (tests run both).  The
@@ -91,33 +90,36 @@ def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     nf = len(fields)
     blk = _bitslice.BLOCK_WORDS
     nw = -(-(-(-n // 64)) // blk) * blk
-    sizes = np.stack([ts.sizes for ts in fields])  # (F, n)
+    flat_sizes = joined([ts.sizes for ts in fields], np.int64)  # field after field
     # renumber by size: field 0, then the others, then the original index
-    order = np.ascontiguousarray(lex_order(*sizes), dtype=np.int64)
+    # (stable counting sorts, one a field)
+    order = _search.size_order(flat_sizes, nf, n)
     rank = np.empty(n, dtype=np.int32)
     rank[order] = np.arange(n, dtype=np.int32)
-    zs = np.ascontiguousarray(np.minimum(sizes[:, order], _INT32_MAX).astype(np.int32).ravel())
-    # every word's smallest size per field (sizes ascend along field 0 only)
-    padded = np.full((nf, nw * 64), _INT32_MAX, dtype=np.int32)
-    padded[:, :n] = zs.reshape(nf, n)
-    wzmin = np.ascontiguousarray(padded.reshape(nf, nw, 64).min(axis=2).ravel())
-    del padded
-    tkeys, tids, toff, drows, rptrs, rrefs, bit_rows = [], [], [0], [], [], [], []
+    zs = np.minimum(flat_sizes.reshape(nf, n)[:, order], _INT32_MAX).astype(np.int32)
+    wzmin = word_min_sizes(zs, nw)
+    zs = zs.ravel()
+    tables = _index.vocabularies([ts.hashes for ts in fields], n_threads)
+    freqs = [frequent_tokens(df, n, ts.nnz, nw) for ts, (*_, df) in zip(fields, tables)]
+    # every field's bitmap rows in one array, each field filling its own part
+    bits = np.empty(sum(fq.shape[0] for fq in freqs) * nw, dtype=np.uint64)
+    tkeys, tids, toff, drows, rptrs, rrefs = [], [], [0], [], [], []
     voff = 0
     row_base = 0
     rbase = 0
-    for ts, (vocab, inverse, table_keys, table_ids, df) in zip(
-            fields, _index.vocabularies([ts.hashes for ts in fields], n_threads)):
+    for f, ts in enumerate(fields):
+        vocab, inverse, table_keys, table_ids, df = tables[f]
+        tables[f] = None  # the inverse goes once its field is filled
+        freq = freqs[f]
         nv = vocab.shape[0]
-        freq = frequent_tokens(df, n, ts.nnz, nw)
         drow = np.full(nv, -1, dtype=np.int64)
         drow[freq] = np.arange(freq.shape[0], dtype=np.int64)
         # bitmaps of the frequent tokens, renumbered postings of the rare ones
-        bits, rptr, rref = _bitslice.fill_field(
+        _, rptr, rref = _bitslice.fill_field(
             np.ascontiguousarray(ts.indptr, dtype=np.int64), inverse, order, drow,
-            freq.shape[0], nw, n_threads)
+            freq.shape[0], nw, n_threads,
+            bits[row_base * nw:(row_base + freq.shape[0]) * nw])
         del inverse
-        bit_rows.append(bits)
         rrefs.append(rref)
         rptrs.append(rptr[:-1] + rbase)
         rbase += int(rptr[-1])
@@ -130,14 +132,37 @@ def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     rptr = np.concatenate(rptrs + [np.array([rbase], dtype=np.int64)])
     return _bitslice.BitsliceIndex(
         nf, n, nw, order, rank, zs, wzmin,
-        np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
-        np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
+        joined(tkeys, np.uint64),
+        joined(tids, np.int64),
         np.asarray(toff, dtype=np.int64),
-        np.ascontiguousarray(np.concatenate(drows), dtype=np.int64),
+        joined(drows, np.int64),
         np.ascontiguousarray(rptr, dtype=np.int64),
-        np.ascontiguousarray(np.concatenate(rrefs), dtype=np.int32),
-        np.ascontiguousarray(np.concatenate(bit_rows), dtype=np.uint64),
+        joined(rrefs, np.int32),
+        bits,
     )
+
+
+def joined(parts: list, dtype) -> np.ndarray:
+    """The parts (one a field) end to end, contiguous; one part is not copied."""
+    if len(parts) == 1:
+        return np.ascontiguousarray(parts[0], dtype=dtype)
+    return np.ascontiguousarray(np.concatenate(parts), dtype=dtype)
+
+
+def word_min_sizes(zs: np.ndarray, nw: int) -> np.ndarray:
+    """Every 64-reference word's smallest size, per field: ``(F * nw,)`` int32.
+
+    ``zs`` is ``(F, n)`` (the renumbered references' sizes); the words past
+    the last reference get ``2**31 - 1``, like padding references.
+    """
+    nf, n = zs.shape
+    out = np.full((nf, nw), _INT32_MAX, dtype=np.int32)
+    full = n // 64
+    if full:
+        out[:, :full] = zs[:, :full * 64].reshape(nf, full, 64).min(axis=2)
+    if n % 64:
+        out[:, full] = zs[:, full * 64:].min(axis=1)
+    return out.ravel()
 
 
 def supported(fields: tuple) -> bool:

@@ -194,7 +194,8 @@ class OverlapIndex:
         nt = threads_for(len(fields[0]), nt, 4096)
         # large reference sets are renumbered by size (see _index.renumbered);
         # the results are the same
-        self._coll = _index.collection(fields, _index.renumbered(len(fields[0])), nt)
+        self._renumbered = _index.renumbered(len(fields[0]))
+        self._collection: _search.Collection | None = None
         self._build_threads = nt
         self._postings: _search.ReferenceIndex | None = None
         self._postings_lock = threading.Lock()
@@ -203,12 +204,25 @@ class OverlapIndex:
         self._bitslice = _bitslice_index.LazyBitslice(fields, nt)
 
     @property
+    def _coll(self) -> _search.Collection:
+        """The references as one flat Collection (what the postings kernel reads),
+        made on first use: a one-shot search that the bit-sliced kernel answers
+        never copies the fields into it."""
+        if self._collection is None:
+            with self._postings_lock:
+                if self._collection is None:
+                    self._collection = _index.collection(self._fields, self._renumbered,
+                                                         self._build_threads)
+        return self._collection
+
+    @property
     def _index(self) -> _search.ReferenceIndex:
         """The postings index, built on first use (once, whatever the callers' threads)."""
         if self._postings is None:
+            coll = self._coll
             with self._postings_lock:
                 if self._postings is None:
-                    self._postings = _index.reference_index(self._fields, self._coll,
+                    self._postings = _index.reference_index(self._fields, coll,
                                                             self._build_threads)
         return self._postings
 
@@ -219,7 +233,24 @@ class OverlapIndex:
     def n_fields(self) -> int:
         return len(self._fields)
 
-    def _prepare(self, queries, qname: str, rname: str, nt: int = 1):
+    def _check_queries(self, queries, qname: str, rname: str) -> tuple[tuple | None, int, int]:
+        """(query fields or None, max_row, max_mass) of checked queries.
+
+        ``queries=None`` means the references themselves; ``max_row`` covers
+        both sides, ``max_mass`` is the queries'.
+        """
+        if queries is None:
+            qfields, q_row, name = None, self._max_row, self._name
+            max_mass = _index.max_mass(self._fields)
+        else:
+            qfields = as_fields(queries, qname)
+            check_compatible(qfields, self._fields, qname, rname)
+            q_row, name = _index.max_row(qfields), qname
+            max_mass = _index.max_mass(qfields)
+        _check_rows(q_row, self.n_fields, name, max_mass)
+        return qfields, max(self._max_row, q_row), max_mass
+
+    def _prepare(self, queries, qname: str, rname: str, nt: int = 1, checked=None):
         """(collection, work, against_self, max_row, max_mass) for a query set.
 
         ``work`` is :func:`query_work` of the queries in the collection's
@@ -228,22 +259,16 @@ class OverlapIndex:
         order), copied on ``nt`` threads.
 
         ``queries=None`` means the references themselves (all vs rest, or the
-        self-join's upper triangle).
+        self-join's upper triangle).  ``checked``: what :meth:`_check_queries`
+        returned for these queries, when the caller has it.
         """
-        if queries is None:
+        qfields, max_row, max_mass = checked or self._check_queries(queries, qname, rname)
+        if qfields is None:
             qfields, qcoll, against_self = self._fields, self._coll, True
-            q_row = self._max_row
-            _check_rows(q_row, len(qfields), self._name, _index.max_mass(qfields))
         else:
-            qfields = as_fields(queries, qname)
-            check_compatible(qfields, self._fields, qname, rname)
-            q_row = _index.max_row(qfields)
-            _check_rows(q_row, len(qfields), qname, _index.max_mass(qfields))
-            qcoll = _index.collection(qfields, self._coll.ids is not None,
+            qcoll = _index.collection(qfields, self._renumbered,
                                       threads_for(len(qfields[0]), nt, 4096))
             against_self = False
-        max_row = max(self._max_row, q_row)
-        max_mass = _index.max_mass(qfields)
         return qcoll, query_work(qfields, qcoll.ids), against_self, max_row, max_mass
 
     def max_overlap(
@@ -263,22 +288,26 @@ class OverlapIndex:
         min_score = check_unit_interval(min_score, "min_score")
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries", self._name,
-                                                                nt)
-        n = work.shape[0] - 1
+        checked = self._check_queries(queries, "queries", self._name)
+        qfields, max_row, max_mass = checked
+        n = len(self) if qfields is None else len(qfields[0])
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
-        # the chunks' calls share their per-thread scratch
-        pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, top_k)
+        # the bit-sliced kernel where its cost model says it pays (same
+        # results); it reads the fields as they are
+        run = self._bitslice.top_k_runner(qfields, n, top_k, min_score, qfields is None,
+                                          max_row, score, index)
+        if run is not None:
+            work = query_work(self._fields if qfields is None else qfields)
+        else:
+            qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",
+                                                                    self._name, nt, checked)
+            # the chunks' calls share their per-thread scratch
+            pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, top_k)
 
-        def run(start: int, stop: int, threads: int) -> None:
-            self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row, max_mass,
-                              threads, score, index, pool)
-
-        # the bit-sliced kernel where its cost model says it pays (same results)
-        qfields = None if queries is None else as_fields(queries, "queries")
-        run = self._bitslice.top_k_runner(qfields, n, top_k, min_score, exclude, max_row,
-                                          score, index) or run
+            def run(start: int, stop: int, threads: int) -> None:
+                self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row,
+                                  max_mass, threads, score, index, pool)
 
         _run_chunks(run, work, nt, progress, "max_overlap")
         if top_k == 1:

@@ -307,7 +307,9 @@ def _fill_field_definition(indptr, inverse, order, drow, n_rows, nw):
 @pytest.mark.parametrize("n, vocab", [(0, 5), (1, 3), (200, 40), (9000, 300)])
 def test_fill_field_follows_its_definition_on_every_thread_count(n, vocab):
     """The chunked fill (9000 rows: over 65536 tokens, so threads split it on
-    64-reference words) equals the definition for 1, 2 and 5 threads."""
+    64-reference words) equals the definition for 1, 2 and 5 threads, into a
+    new array or over an ``out`` full of set bits (every chunk clears its own
+    words, the last one the padding words too)."""
     rng = np.random.default_rng(n)
     lens = rng.integers(0, min(16, vocab + 1), n)
     indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
@@ -326,9 +328,16 @@ def test_fill_field_follows_its_definition_on_every_thread_count(n, vocab):
         np.testing.assert_array_equal(bits, want_bits)
         for v in range(vocab):
             assert rref[rptr[v]:rptr[v + 1]].tolist() == want_postings[v]
+        out = np.full(want_bits.shape[0], np.iinfo(np.uint64).max, dtype=np.uint64)
+        got, rptr2, rref2 = _bitslice.fill_field(indptr, inverse, order, drow,
+                                                 frequent.shape[0], nw, nt, out)
+        assert got is out
+        np.testing.assert_array_equal(out, want_bits)
+        np.testing.assert_array_equal(rptr2, rptr)
+        np.testing.assert_array_equal(rref2, rref)
 
 
-@pytest.mark.parametrize("bad", ["id", "row", "order", "indptr"])
+@pytest.mark.parametrize("bad", ["id", "row", "order", "indptr", "out"])
 def test_fill_field_refuses_out_of_range_input(bad):
     indptr = np.array([0, 2, 3], dtype=np.int64)
     inverse = np.array([0, 1, 1], dtype=np.int32)
@@ -340,10 +349,11 @@ def test_fill_field_refuses_out_of_range_input(bad):
         drow[1] = 1
     elif bad == "order":
         order[0] = 2
-    else:
+    elif bad == "indptr":
         indptr[1] = 4
+    out = np.zeros(7 if bad == "out" else 8, dtype=np.uint64)  # 1 row of 8 words
     with pytest.raises(ValueError, match="fill_field"):
-        _bitslice.fill_field(indptr, inverse, order, drow, 1, 8, 1)
+        _bitslice.fill_field(indptr, inverse, order, drow, 1, 8, 1, out)
 
 
 # ------------------------------------------------------ the block kernels alone
@@ -402,3 +412,23 @@ def test_block_counts_refuses_what_the_kernels_cannot_take():
         _bitslice.block_counts(table, ok, 0, need[:-1], 0)
     with pytest.raises(ValueError, match="w0"):
         _bitslice.block_counts(table, ok, _bitslice.BLOCK_WORDS + 1, need, 0)
+
+
+@pytest.mark.parametrize("n, nw", [(0, 0), (1, 8), (63, 8), (64, 8), (65, 8), (1000, 16)])
+def test_word_min_sizes_is_the_smallest_size_of_every_word(n, nw):
+    """Every 64-reference word's smallest size per field; words past the last
+    reference (and a partial word's missing references) count as 2**31 - 1."""
+    from overlap._bitslice_index import word_min_sizes
+
+    rng = np.random.default_rng(n)
+    zs = rng.integers(0, 500, (2, n)).astype(np.int32)
+    top = np.iinfo(np.int32).max
+    want = np.full((2, nw), top, dtype=np.int32)
+    for f in range(2):
+        for w in range(nw):
+            part = zs[f, 64 * w:64 * (w + 1)]
+            if part.shape[0]:
+                want[f, w] = part.min()
+    got = word_min_sizes(zs, nw)
+    assert got.dtype == np.int32 and got.flags.c_contiguous
+    np.testing.assert_array_equal(got, want.ravel())
