@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from . import _search
 from ._fields import as_fields, check_compatible
-from ._order import pair_order
 from ._progress import ProgressArg, make_progress
+from ._threads import effective_n_threads
 from ._validation import check_int, check_unit_interval, type_name
 from .dedup import DedupResult, dedup_from_edges
 from ._optional import require
@@ -261,12 +262,12 @@ def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress)
         for shard, (a, b, addr, nt) in zip(shards, plan)
     ]
     _run(client, futures, progress, "dask overlap_join")
-    parts = client.gather(futures)
-    left = np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False)
-    right = np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False)
-    score = np.concatenate([p[2] for p in parts]).astype(np.float64, copy=False)
-    order = pair_order(left, right)
-    return JoinResult(left[order], right[order], score[order])
+    parts = [(np.ascontiguousarray(a, dtype=np.int64), np.ascontiguousarray(b, dtype=np.int64),
+              np.ascontiguousarray(c, dtype=np.float64)) for a, b, c in client.gather(futures)]
+    # the shards' pairs in (left, right) order, as the local join orders its
+    # chunks' (indices checked against both sides on the way)
+    return JoinResult(*_search.sorted_pairs(parts, len(lfields[0]), n,
+                                            effective_n_threads(n_threads)))
 
 
 def overlap_join(
