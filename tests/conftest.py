@@ -1,8 +1,10 @@
-"""Shared fixtures: seeded rng, the shared data folder (skipped when absent)."""
+"""Shared fixtures: seeded rng, the shared data folder (skipped when absent),
+Ctrl-C reaching the test's child processes."""
 
 from __future__ import annotations
 
 import os
+import signal
 
 import numpy as np
 import pytest
@@ -17,6 +19,27 @@ settings.register_profile(
     "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
 )
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture
+def sigint_reaches_children():
+    """Children of this test start with SIGINT at its default, as from a terminal.
+
+    A shell starts background jobs (``pytest &``, ``nohup``) with SIGINT
+    ignored, and an ignored signal stays ignored in every child: Python then
+    installs no KeyboardInterrupt handler, so a test that sends Ctrl-C to a
+    child would watch it finish instead.  Handling the signal here for the
+    test's duration makes the children start with the default (a handled
+    signal is reset on exec); the previous disposition is put back after.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    if previous == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture

@@ -263,7 +263,7 @@ def write_long_dialogues(directory: Path, n_train: int, n_test: int, seed: int =
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
 @pytest.mark.parametrize("bar", ["text", "tqdm"])
-def test_ctrl_c_during_a_kernel_exits_130_with_one_line(tmp_path, bar):
+def test_ctrl_c_during_a_kernel_exits_130_with_one_line(tmp_path, bar, sigint_reaches_children):
     # the progress line appears once the scan has run for a second; with tqdm
     # hidden the CLI draws its own, so the test never needs the optional extra
     path = [PKG_ROOT]
@@ -438,7 +438,7 @@ def test_failure_midway_leaves_no_partial_set_of_outputs(corpus_dir, tmp_path):
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
-def test_interrupted_write_leaves_no_half_file(tmp_path):
+def test_interrupted_write_leaves_no_half_file(tmp_path, sigint_reaches_children):
     """Ctrl-C while the output is being written: the old file stays whole, no temp is left."""
     code = (
         "import os, signal, sys, overlap.pipeline.tables as t\n"

@@ -214,7 +214,8 @@ def test_chunks_are_sized_by_work_not_by_query_count():
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
-def test_ctrl_c_stops_a_search_of_300_token_rows_soon_and_the_process_stays_usable():
+def test_ctrl_c_stops_a_search_of_300_token_rows_soon_and_the_process_stays_usable(
+        sigint_reaches_children):
     code = """
         import sys, time
         import numpy as np
