@@ -6,18 +6,43 @@ multi-field samples).  Every search is exact and gives the same result for every
 thread count.
 """
 
-from ._openmp import openmp_enabled
-from ._threads import effective_n_threads
-from .dedup import DedupResult, dedup, exact_duplicates
-from .search import (
-    JoinResult,
-    MaxOverlapResult,
-    OverlapIndex,
-    max_overlap,
-    overlap_join,
-    ratio,
-)
-from .tokensets import TOKENIZERS, Provenance, TokenSets
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# The public names are loaded on first use (PEP 562), so that ``import overlap``
+# and the ``overlap`` command start without numpy and the compiled kernels: the
+# command can then answer Ctrl-C during its imports with "interrupted" (exit
+# 130) instead of a traceback, and ``overlap --help`` is instant.
+_EXPORTS = {
+    "openmp_enabled": "._openmp",
+    "effective_n_threads": "._threads",
+    "DedupResult": ".dedup",
+    "dedup": ".dedup",
+    "exact_duplicates": ".dedup",
+    "JoinResult": ".search",
+    "MaxOverlapResult": ".search",
+    "OverlapIndex": ".search",
+    "max_overlap": ".search",
+    "overlap_join": ".search",
+    "ratio": ".search",
+    "TOKENIZERS": ".tokensets",
+    "Provenance": ".tokensets",
+    "TokenSets": ".tokensets",
+}
+
+if TYPE_CHECKING:  # what a type checker and an IDE see
+    from ._openmp import openmp_enabled
+    from ._threads import effective_n_threads
+    from .dedup import DedupResult, dedup, exact_duplicates
+    from .search import (
+        JoinResult,
+        MaxOverlapResult,
+        OverlapIndex,
+        max_overlap,
+        overlap_join,
+        ratio,
+    )
+    from .tokensets import TOKENIZERS, Provenance, TokenSets
 
 __all__ = [
     "TokenSets",
@@ -39,11 +64,18 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
+    where = _EXPORTS.get(name)
+    if where is not None:
+        value = getattr(importlib.import_module(where, __name__), name)
+        globals()[name] = value  # later look-ups skip this function
+        return value
     # ``overlap.dialogue`` (now ``overlap.pipeline.dialogue``) is imported on first
     # use, so that importing the core never loads the application layer
     if name == "dialogue":
-        import importlib
-
         return importlib.import_module(".dialogue", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

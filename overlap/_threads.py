@@ -117,7 +117,9 @@ def effective_n_threads(n_threads: int | None, name: str = "n_threads") -> int:
         return 1
     if n_threads is None:
         env = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-        n = int(env) if env.isdigit() and int(env) > 0 else openmp_max_threads()
+        # ASCII digits only: str.isdigit also accepts '²', which int() refuses
+        ok = env.isascii() and env.isdigit() and int(env) > 0
+        n = int(env) if ok else openmp_max_threads()
     elif n_threads < 0:
         n = cores + 1 + n_threads
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 from typing import Any
 
 import numpy as np
@@ -22,6 +23,27 @@ MAX_C_INT = (1 << 31) - 1
 
 def type_name(x: Any) -> str:
     return type(x).__name__
+
+
+# Numbers written on a command line or in a text file: ASCII digits only.
+# Python's int() and float() also take '1_0' (as 10), other scripts' digits
+# and surrounding white space, which a user did not mean as a number.
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]+")
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def parse_int_text(text: str, name: str) -> int:
+    """The integer written as ``text`` (ASCII digits, an optional sign), else ValueError."""
+    if not isinstance(text, str) or not _INTEGER_TEXT.fullmatch(text):
+        raise ValueError(f"{name}: expected an integer, got {text!r}")
+    return int(text)
+
+
+def parse_float_text(text: str, name: str) -> float:
+    """The decimal number written as ``text`` (e.g. ``0.8``, ``1e-3``), else ValueError."""
+    if not isinstance(text, str) or not _DECIMAL_TEXT.fullmatch(text):
+        raise ValueError(f"{name}: expected a number, got {text!r}")
+    return float(text)
 
 
 def check_int(
@@ -129,12 +151,25 @@ def as_uint64_values(x: Any, name: str = "hashes") -> np.ndarray:
     return arr
 
 
+def as_int64(arr: np.ndarray, name: str) -> np.ndarray:
+    """An integer array as int64, refusing unsigned values that int64 cannot hold.
+
+    A plain ``astype(np.int64)`` wraps ``2**63`` and above to negative numbers,
+    which would then pass for (or be reported as) small negative values.
+    """
+    if arr.dtype.kind == "u" and arr.size and arr.dtype.itemsize >= 8:
+        top = arr.max()
+        if top > np.iinfo(np.int64).max:
+            raise ValueError(f"{name} holds {int(top)}, beyond the int64 range")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
 def check_csr(indptr: Any, hashes: Any, counts: Any = None):
     """Validate raw CSR arrays of token sets; return contiguous copies/views."""
     ip = as_int_array(indptr, "indptr")
     if ip.size == 0:
         raise ValueError("indptr must have at least one element (n_rows + 1)")
-    ip = np.ascontiguousarray(ip, dtype=np.int64)
+    ip = as_int64(ip, "indptr")
     h = as_uint64_values(hashes)
     if h.ndim != 1:
         raise ValueError(f"hashes must be 1-dimensional, got shape {h.shape}")
@@ -189,6 +224,8 @@ def row_indices(rows: Any, n: int, what: str) -> np.ndarray:
         return np.flatnonzero(idx)
     if idx.size and not np.issubdtype(idx.dtype, np.integer):
         raise TypeError(f"rows must be integer indices or a boolean mask, got {idx.dtype}")
+    if idx.dtype.kind == "u" and idx.size and idx.max() >= n:
+        raise IndexError(f"rows out of range for {n} {what}: {int(idx.max())}")
     idx = idx.astype(np.int64, copy=False).ravel()
     if idx.size and (idx.min() < -n or idx.max() >= n):
         raise IndexError(f"rows out of range for {n} {what}")

@@ -14,8 +14,6 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 __all__ = ["main", "build_parser"]
 
 PROG = "overlap"
@@ -167,6 +165,12 @@ def _make_bar(total: int, desc: str, stream: Any, tty: bool, unit: str = "sample
         return _TextBar(total, desc, stream, tty, unit=unit)
 
 
+def _counted(n: int, noun: str) -> str:
+    """``1 pair``, ``2 pairs``, ``1 pass``, ``3 passes`` (thousands separated)."""
+    plural = noun + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
+    return f"{n:,} {noun if n == 1 else plural}"
+
+
 def _fmt_bytes(n: float) -> str:
     """``532 B``, ``1.25 MB``, ``5.00 GB`` (powers of 1000)."""
     x = float(n)
@@ -181,19 +185,27 @@ def _fmt_s(seconds: float) -> str:
     return f"{seconds:.2f} s" if seconds >= 0.01 else f"{1000 * seconds:.1f} ms"
 
 # ------------------------------------------------------------------ parsing
-def _threads(text: str) -> int:
+def _int_arg(text: str) -> int:
+    from ._validation import parse_int_text
+
     try:
-        n = int(text)
+        return parse_int_text(text, "argument")
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _threads(text: str) -> int:
+    n = _int_arg(text)
     if n == 0:
         raise argparse.ArgumentTypeError("must not be 0 (negative counts back from all cores)")
     return n
 
 
 def _unit(text: str) -> float:
+    from ._validation import parse_float_text
+
     try:
-        x = float(text)
+        x = parse_float_text(text, "argument")
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
     if not 0.0 <= x <= 1.0:
@@ -202,10 +214,7 @@ def _unit(text: str) -> float:
 
 
 def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    n = _int_arg(text)
     if n < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {n}")
     return n
@@ -435,8 +444,8 @@ def _print_clean(con: Console, res: Any, out_dir: str, nt: int, png: str | None)
     by = ", ".join(f"{v:,} {k}" for k, v in d.removed_by_split.items())
     con.out("")
     con.out(f"Dedup (threshold {rep.settings.threshold:g}, keep {rep.settings.keep}): removed "
-            f"{d.removed:,} of {d.units:,} {what} ({by}) in {d.passes} passes; "
-            f"{d.pairs_above_threshold:,} pairs above the threshold")
+            f"{d.removed:,} of {d.units:,} {what} ({by}) in {_counted(d.passes, 'pass')}; "
+            f"{_counted(d.pairs_above_threshold, 'pair')} above the threshold")
     rs = rep.resplit
     con.out(f"Re-split: train {rs['train']:,} / valid {rs['valid']:,} / test {rs['test']:,} "
             f"{what} (the least-overlapping {what} went to valid and test)")
@@ -754,6 +763,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
             write_table(outs.stage(args.out), {k: [v for v, m in zip(col, keep) if m]
                                                for k, col in table.items()}, out_fmt)
         if args.report:
+            import numpy as np
+
             removed = np.flatnonzero(~res.keep)
             kept_for = res.kept_for[removed]
             scores = (ratio(tuple(t.take(removed) for t in ts),
@@ -776,8 +787,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 fh.write("\n")
     n = res.keep.shape[0]
     con.out(f"{args.input}: removed {res.n_removed:,} of {n:,} {what} "
-            f"(threshold {args.threshold:g}, keep {args.keep}, {res.passes} passes, "
-            f"{res.n_edges:,} pairs above the threshold)")
+            f"(threshold {args.threshold:g}, keep {args.keep}, {_counted(res.passes, 'pass')}, "
+            f"{_counted(res.n_edges, 'pair')} above the threshold)")
     con.out(f"  kept {n - res.n_removed:,} {what} -> {args.out}")
     if args.report:
         con.out(f"  report (every removed unit with its text) -> {args.report}")
@@ -787,6 +798,14 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
 # --------------------------------------------------------------------- main
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``overlap`` command; returns the exit code."""
+    try:
+        return _run(argv)
+    except KeyboardInterrupt:  # e.g. while numpy and the kernels are imported
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _run(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -53,3 +53,13 @@ def test_bad_values(bad, exc):
 
 def test_openmp_flag_is_a_bool():
     assert isinstance(overlap.openmp_enabled(), bool)
+
+
+@pytest.mark.parametrize("env", ["²", "٣", "1_0", "-2", "0", "abc", ""])
+def test_an_omp_num_threads_that_is_not_a_plain_count_is_ignored(monkeypatch, env):
+    # str.isdigit accepts '²' and '٣', which int() refuses or reads: such a
+    # value must neither fail every call nor be read as a count
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    default = effective_n_threads(None)
+    monkeypatch.setenv("OMP_NUM_THREADS", env)
+    assert effective_n_threads(None) == default

@@ -281,3 +281,17 @@ def test_from_csr_provenance_must_agree_with_counts():
     same = TokenSets.from_csr(bags.indptr, bags.hashes, bags.counts,
                               provenance=bags.provenance)
     assert same == bags and same.provenance == bags.provenance
+
+
+@pytest.mark.parametrize("row", [2**63, 2**64 - 1, 2])
+def test_take_refuses_unsigned_rows_out_of_range(row):
+    # uint64 rows >= 2**63 used to wrap to negative and select from the end
+    ts = TokenSets.from_texts(["a b", "c"])
+    with pytest.raises(IndexError, match=f"out of range for 2 token sets: {row}"):
+        ts.take(np.array([0, row], dtype=np.uint64))
+    assert ts.take(np.array([1], dtype=np.uint64)) == ts.take([1])
+
+
+def test_from_csr_names_an_indptr_beyond_int64():
+    with pytest.raises(ValueError, match="indptr holds 18446744073709551615"):
+        TokenSets.from_csr(np.array([0, 2**64 - 1], dtype=np.uint64), np.array([1], dtype=np.uint64))

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_unit_interval, type_name
+from .._validation import check_unit_interval, parse_float_text, type_name
 
 __all__ = [
     "AT",
@@ -47,9 +47,14 @@ def parse_thresholds(at: Any, name: str = "at") -> tuple[float, ...]:
         Argument name for error messages.
     """
     if isinstance(at, str):
-        parts = [p.strip() for p in at.split(",") if p.strip()]
+        parts = [p.strip() for p in at.split(",")]
+        if "" in parts:
+            raise ValueError(
+                f"{name} must be comma-separated numbers in [0, 1] with none left empty, "
+                f"got {at!r}"
+            )
         try:
-            at = [float(p) for p in parts]
+            at = [parse_float_text(p, name) for p in parts]
         except ValueError:
             raise ValueError(f"{name} must be comma-separated numbers in [0, 1], got {at!r}") from None
     if isinstance(at, (bytes, bytearray)) or not isinstance(at, (Sequence, np.ndarray)):
