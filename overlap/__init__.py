@@ -7,6 +7,8 @@ thread count.
 """
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 # The public names are loaded on first use (PEP 562), so that ``import overlap``
@@ -29,6 +31,25 @@ _EXPORTS = {
     "Provenance": ".tokensets",
     "TokenSets": ".tokensets",
 }
+
+
+
+class _Package(types.ModuleType):
+    """The ``overlap`` module: a submodule never hides a public name.
+
+    Importing ``overlap.dedup`` (the module) sets the package's attribute
+    ``dedup``; with the names loaded lazily that would hide the function
+    ``overlap.dedup``.  The module stays reachable as
+    ``sys.modules["overlap.dedup"]`` and through ``from overlap.dedup import``.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
 
 if TYPE_CHECKING:  # what a type checker and an IDE see
     from ._openmp import openmp_enabled

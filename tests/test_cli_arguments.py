@@ -102,3 +102,15 @@ def test_ctrl_c_while_the_command_imports_numpy_exits_130(tmp_path, sigint_reach
                        text=True, timeout=120)
     assert r.returncode == 130, r.stderr
     assert r.stderr.strip() == "overlap: interrupted"
+
+
+def test_a_submodule_import_hides_no_public_function():
+    # overlap.dedup is the function, also after the module overlap.dedup is imported
+    code = ("import overlap, overlap.dedup, overlap.dask\n"
+            "import overlap.dedup as m\n"
+            "from overlap.dedup import DedupResult\n"
+            "print(callable(overlap.dedup), overlap.dedup.__module__, DedupResult.__name__)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "overlap.dedup", "DedupResult"]
