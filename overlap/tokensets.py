@@ -31,6 +31,9 @@ _MODE_WHOLE = 3
 #: Version of the token and n-gram hash functions; bumped if they ever change.
 HASH_VERSION = 1
 
+#: Code points tokenized by one kernel call of ``from_texts`` (about 0.1-0.3 s).
+TEXT_CHUNK = 1 << 24
+
 Tokenizer = Union[str, Callable[[str], Sequence[str]]]
 
 
@@ -229,8 +232,18 @@ class TokenSets:
                     f"got {tokenizer!r}"
                 )
             tok_name = str(tokenizer)
-            lowered = [str.lower(t) for t in items]
-            indptr, raw = _tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, nt)
+            prov = Provenance("texts", tok_name, ngram, multiset, seed, HASH_VERSION)
+            parts = []
+            # a kernel call at a time is not interruptible: chunks of about
+            # TEXT_CHUNK code points let Ctrl-C through between them
+            for a, b in _text_chunks(items, TEXT_CHUNK):
+                lowered = [str.lower(t) for t in items[a:b]]
+                indptr, raw = _tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, nt)
+                del lowered
+                parts.append(_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+            if len(parts) == 1:
+                return cls._trusted(*parts[0], prov)
+            return cls._trusted(*_concat_rows(parts, multiset), prov)
         elif callable(tokenizer):
             tok_name = _callable_name(tokenizer)
             tokens: list[str] = []
@@ -484,6 +497,28 @@ class TokenSets:
         if hasattr(self, "_sizes"):
             raise AttributeError("TokenSets is immutable")
         object.__setattr__(self, name, value)
+
+
+def _text_chunks(items: list, budget: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` ranges of ``items`` holding about ``budget`` code points each."""
+    n = len(items)
+    if n == 0:
+        return [(0, 0)]
+    ends = np.cumsum(np.fromiter(map(len, items), dtype=np.int64, count=n))
+    if ends[-1] <= budget:
+        return [(0, n)]
+    cuts = np.searchsorted(ends, np.arange(budget, int(ends[-1]), budget), side="left") + 1
+    bounds = np.unique(np.concatenate([[0], np.minimum(cuts, n), [n]]))
+    return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
+
+
+def _concat_rows(parts: list, multiset: bool) -> tuple:
+    """One ``(indptr, hashes, counts)`` of several, rows one after the other."""
+    starts = np.cumsum([0] + [p[1].shape[0] for p in parts[:-1]])
+    indptr = np.concatenate([parts[0][0][:1]] + [p[0][1:] + o for p, o in zip(parts, starts)])
+    hashes = np.concatenate([p[1] for p in parts])
+    counts = np.concatenate([p[2] for p in parts]) if multiset else None
+    return indptr, hashes, counts
 
 
 def _rebuild(indptr, hashes, counts, provenance=None):

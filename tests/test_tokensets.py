@@ -295,3 +295,29 @@ def test_take_refuses_unsigned_rows_out_of_range(row):
 def test_from_csr_names_an_indptr_beyond_int64():
     with pytest.raises(ValueError, match="indptr holds 18446744073709551615"):
         TokenSets.from_csr(np.array([0, 2**64 - 1], dtype=np.uint64), np.array([1], dtype=np.uint64))
+
+
+@pytest.mark.parametrize("tokenizer", ["wordpunct", "whitespace", "char", "intl"])
+@pytest.mark.parametrize("ngram,multiset", [(1, False), (2, True), (3, False)])
+def test_from_texts_in_chunks_equals_one_call(monkeypatch, tokenizer, ngram, multiset):
+    # from_texts tokenizes about TEXT_CHUNK code points a kernel call, so that
+    # Ctrl-C gets through between calls; the rows must not notice the cuts
+    import overlap.tokensets as tokensets
+
+    texts = ["", "The cat sat.", "a", "今天天气真好 ok", "", "x y z " * 7, "İ stanbul", "?!"] * 5
+    whole = TokenSets.from_texts(texts, tokenizer=tokenizer, ngram=ngram, multiset=multiset)
+    monkeypatch.setattr(tokensets, "TEXT_CHUNK", 5)
+    assert len(tokensets._text_chunks(texts, 5)) > 10
+    cut = TokenSets.from_texts(texts, tokenizer=tokenizer, ngram=ngram, multiset=multiset)
+    assert cut == whole and cut.provenance == whole.provenance
+
+
+def test_text_chunks_cover_every_row_once():
+    from overlap.tokensets import _text_chunks
+
+    for texts in ([], [""], ["", ""], ["abc", "", "de", "fghij"], ["x" * 50, "y"]):
+        for budget in (1, 3, 100):
+            ranges = _text_chunks(texts, budget)
+            assert ranges[0][0] == 0 and ranges[-1][1] == len(texts)
+            assert all(a < b or len(texts) == 0 for a, b in ranges)
+            assert all(ranges[i][1] == ranges[i + 1][0] for i in range(len(ranges) - 1))
