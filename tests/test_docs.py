@@ -10,6 +10,13 @@ Found by scanning the Markdown, so blocks added later are picked up:
   (``1.23 s``, ``45 ms``, ``0.07s``) and the thread count;
 - other blocks (install lines, output listings, shell sketches) are not run.
 
+- ```` ``` ```` blocks whose first line is ``$ python SCRIPT ARGS`` show a
+  script's output: ``<!-- doc-test: shape ARGS2 -->`` before such a block runs
+  ``python SCRIPT ARGS2`` (smaller, for a test), where ``SCRIPT`` is the
+  ```` ```python ```` block of any doc marked ``<!-- doc-test: file SCRIPT -->``,
+  and compares the output's shape: every line, with each number replaced.
+  Every ``$ `` block is run in one of these ways or names why not (skip).
+
 ``<!-- doc-test: plain-install -->`` before a block runs it as after a plain
 ``pip install .`` (the optional extras hidden).  Opt out with an HTML comment
 on the line before the opening fence:
@@ -37,12 +44,14 @@ PKG_ROOT = str(Path(_overlap_pkg.__file__).resolve().parent.parent)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*doc-test:\s*skip\s*(.*?)\s*-->")
 PLAIN = re.compile(r"<!--\s*doc-test:\s*plain-install\s*-->")
+FILE = re.compile(r"<!--\s*doc-test:\s*file\s+(\S+)\s*-->")
+SHAPE = re.compile(r"<!--\s*doc-test:\s*shape\s+(.*?)\s*-->")
 EXTRAS = ("tqdm", "matplotlib", "pandas", "pyarrow", "dask", "distributed", "datasets")
 FENCE = re.compile(r"^```(\w*)\s*$")
 
 
-def _blocks(path: Path) -> list[tuple[str, int, str, str | None, bool]]:
-    """(language, first line, text, skip reason, plain install) of every fenced block."""
+def _blocks(path: Path) -> list[tuple[str, int, str, str | None, bool, str]]:
+    """(language, first line, text, skip reason, plain install, marker line) of every block."""
     lines = path.read_text(encoding="utf-8").splitlines()
     out, i = [], 0
     while i < len(lines):
@@ -58,16 +67,48 @@ def _blocks(path: Path) -> list[tuple[str, int, str, str | None, bool]]:
         sk = SKIP.search(prev)
         out.append((lang, start + 1, "\n".join(lines[start + 1:j]),
                     (sk.group(1) or "marked doc-test: skip") if sk else None,
-                    bool(PLAIN.search(prev))))
+                    bool(PLAIN.search(prev)), prev))
         i = j + 1
     return out
 
 
 def _cases():
     for path in DOCS:
-        for lang, line, text, skip, plain in _blocks(path):
+        for lang, line, text, skip, plain, prev in _blocks(path):
+            if lang == "python" and FILE.search(prev):
+                continue  # a script, run through the ``$ python`` block that shows its output
             if lang == "python" or (lang == "" and text.startswith("$ overlap ")):
                 yield pytest.param(lang, text, skip, plain, id=f"{path.name}:{line}")
+
+
+def _script_files() -> dict[str, str]:
+    """Every ``doc-test: file NAME`` block of the docs, by NAME."""
+    files = {}
+    for path in DOCS:
+        for lang, _, text, _, _, prev in _blocks(path):
+            m = FILE.search(prev)
+            if lang == "python" and m:
+                assert m.group(1) not in files, f"two doc blocks are {m.group(1)}"
+                files[m.group(1)] = text
+    return files
+
+
+def _shape_cases():
+    for path in DOCS:
+        for lang, line, text, skip, _, prev in _blocks(path):
+            if lang == "" and text.startswith("$ python "):
+                m = SHAPE.search(prev)
+                yield pytest.param(text, m.group(1) if m else None, skip,
+                                   id=f"{path.name}:{line}")
+
+
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def shape(text: str) -> list[str]:
+    """The lines of ``text`` with every number replaced and white space runs folded."""
+    lines = (" ".join(_NUMBER.sub("#", line).split()) for line in text.strip().splitlines())
+    return [line for line in lines if line]
 
 
 _FLOAT = re.compile(r"-?\d+\.\d+(?:e[-+]?\d+)?")
@@ -169,6 +210,42 @@ def test_doc_block_runs_as_shown(lang, text, skip, plain, tmp_path):
     assert r.returncode == 0, r.stderr[-3000:]
     if expected:
         assert normalise(r.stdout) == normalise("\n".join(expected))
+
+
+@pytest.mark.parametrize("text,args,skip", list(_shape_cases()))
+def test_script_output_has_the_shape_shown(text, args, skip, tmp_path):
+    if skip:
+        pytest.skip(skip)
+    command, *expected = text.splitlines()
+    name = command.split()[2]
+    files = _script_files()
+    assert name in files, f"no doc block is marked <!-- doc-test: file {name} -->"
+    assert args is not None, f"{command!r}: mark it <!-- doc-test: shape ARGS --> or skip it"
+    _skip_missing_extras(files[name])
+    (tmp_path / name).write_text(files[name] + "\n", encoding="utf-8")
+    r = subprocess.run([sys.executable, name, *args.split()], cwd=tmp_path, env=_env(tmp_path),
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert shape(r.stdout) == shape("\n".join(expected))
+
+
+def test_every_dollar_block_is_run_or_says_why_not():
+    """An output listing that no test runs goes stale (docs are code)."""
+    unchecked = []
+    for path in DOCS:
+        for lang, line, text, skip, _, prev in _blocks(path):
+            shown = lang == "" and text.startswith("$ ")
+            run = text.startswith("$ overlap ") or (text.startswith("$ python ")
+                                                   and SHAPE.search(prev))
+            if shown and not run and not skip:
+                unchecked.append(f"{path.name}:{line}")
+    assert not unchecked, f"output blocks no test checks: {unchecked}"
+
+
+def test_shape_keeps_words_and_hides_numbers():
+    assert shape("local  max_overlap(n_threads=2):   36.13s\n\n") == \
+        ["local max_overlap(n_threads=#): #s"]
+    assert shape("references 1,000,000 |  >0.5 4.93%") == ["references # | ># #%"]
 
 
 def test_every_doc_has_blocks_and_the_runner_sees_them():
