@@ -24,6 +24,15 @@ class UsageError(Exception):
 
 
 # ----------------------------------------------------------------- terminal
+def _write(stream: Any, text: str) -> None:
+    """Write ``text`` to a terminal or file: control characters from the data
+    escaped, symbols the stream's encoding lacks spelled out; then flush."""
+    from ._terminal import encodable, escape_controls
+
+    stream.write(encodable(escape_controls(text), getattr(stream, "encoding", None)))
+    stream.flush()
+
+
 class Console:
     """Where the CLI writes: results to stdout, step lines and progress to stderr.
 
@@ -37,6 +46,7 @@ class Console:
     def __init__(self, quiet: bool = False, stream: Any = None) -> None:
         self.quiet = quiet
         self.err = stream if stream is not None else sys.stderr
+        self._held: list[str] | None = None  # stdout lines held back (hold_output)
         self.tty = bool(getattr(self.err, "isatty", lambda: False)())
         self.start = time.perf_counter()
         self.step = "working"
@@ -46,8 +56,25 @@ class Console:
         self._last = (-1, -1)
 
     def out(self, text: str = "") -> None:
-        if not self.quiet:
-            print(text, flush=True)
+        """A line of results for stdout (held back while :meth:`hold_output` is on)."""
+        if self.quiet:
+            return
+        if self._held is not None:
+            self._held.append(text)
+        else:
+            _write(sys.stdout, text + "\n")
+
+    def hold_output(self) -> None:
+        """Keep stdout lines until :meth:`release_output`: a command writes its
+        files first, so a closed or failing stdout never costs them."""
+        if self._held is None:
+            self._held = []
+
+    def release_output(self) -> None:
+        """Print the lines held back (may raise BrokenPipeError: stdout closed)."""
+        held, self._held = self._held, None
+        if held:
+            _write(sys.stdout, "".join(line + "\n" for line in held))
 
     def log(self, text: str) -> None:
         """A step starts: close the previous one, print a stderr line, name the next bar."""
@@ -55,8 +82,7 @@ class Console:
         self.step = text.split(":")[0]
         self._step_start = time.perf_counter()
         if not self.quiet:
-            self.err.write(f"[{self._step_start - self.start:7.2f}s] {text}\n")
-            self.err.flush()
+            _write(self.err, f"[{self._step_start - self.start:7.2f}s] {text}\n")
 
     def end_step(self) -> None:
         self.close_bar()
@@ -122,8 +148,15 @@ class _TextBar:
         if self.unit == "B":
             rate = _fmt_bytes(self.done / max(elapsed, 1e-9))
             return (f"{self.desc}: {_fmt_bytes(self.done)}/{_fmt_bytes(self.total)} "
-                    f"({pct:5.1f}%) {elapsed:5.1f}s, {rate}/s")
-        return f"{self.desc}: {self.done:,}/{self.total:,} ({pct:5.1f}%) {elapsed:5.1f}s"
+                    f"({pct:5.1f}%) {elapsed:5.1f}s, {rate}/s" + self._eta(elapsed))
+        return (f"{self.desc}: {self.done:,}/{self.total:,} ({pct:5.1f}%) {elapsed:5.1f}s"
+                + self._eta(elapsed))
+
+    def _eta(self, elapsed: float) -> str:
+        """``, ETA 12s`` from the rate so far (nothing before the first unit or after the last)."""
+        if self.done <= 0 or self.done >= self.total:
+            return ""
+        return f", ETA {elapsed * (self.total - self.done) / self.done:.0f}s"
 
     def update(self, n: int) -> None:
         self.done += n
@@ -261,6 +294,9 @@ def build_parser() -> argparse.ArgumentParser:
     writes.add_argument("--overwrite", action="store_true",
                         help="replace existing output files / write into a non-empty output "
                              "folder (default: refuse). Inputs are never overwritten")
+    writes.add_argument("--parents", action="store_true",
+                        help="create missing folders above the outputs (default: refuse an "
+                             "output whose folder does not exist)")
     tok = argparse.ArgumentParser(add_help=False)
     tok.add_argument("--tokenizer", choices=_tokenizer_names(), default="wordpunct",
                      help="tokenizer preset (default: wordpunct)")
@@ -485,7 +521,7 @@ def cmd_demo(args: argparse.Namespace, con: Console) -> int:
     from .pipeline.cleaning import SPLIT_FILE_NAMES, clean, plan_clean_outputs, write_clean
 
     nt = effective_n_threads(args.threads, "--threads")
-    outs = Outputs(overwrite=args.overwrite)
+    outs = Outputs(overwrite=args.overwrite, make_parents=args.parents)
     plan_clean_outputs(outs, args.out, "dialogue", {})
     corpus_dir = os.path.join(args.out, "corpus")
     corpus_files = {k: outs.file_in(corpus_dir, v) for k, v in SPLIT_FILE_NAMES.items()}
@@ -540,7 +576,8 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
 
     nt = effective_n_threads(args.threads, "--threads")
     source = _clean_source(args)
-    outs = Outputs(_input_paths(source), overwrite=args.overwrite)
+    outs = Outputs(_input_paths(source), overwrite=args.overwrite,
+                   make_parents=args.parents)
     unit, formats = clean_layout(source, args.format)
     plan_clean_outputs(outs, args.out, unit, formats)
     png = outs.file_in(args.out, "overlap_hist.png")
@@ -617,7 +654,7 @@ def _scan_outputs(args: argparse.Namespace, inputs: list) -> Any:
     from .pipeline.output import Outputs
     from .pipeline.tables import infer_format
 
-    outs = Outputs(inputs, overwrite=args.overwrite)
+    outs = Outputs(inputs, overwrite=args.overwrite, make_parents=args.parents)
     for path in (args.out, args.summary):
         if path:
             if not (path == args.summary and path.lower().endswith(".json")):
@@ -726,7 +763,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     if (in_fmt == "dailydialog") != (out_fmt == "dailydialog"):
         raise UsageError(f"{args.out}: a {in_fmt} input must be written as {in_fmt} "
                          f"(got {out_fmt})")
-    outs = Outputs([args.input], overwrite=args.overwrite)
+    outs = Outputs([args.input], overwrite=args.overwrite, make_parents=args.parents)
     outs.file(args.out)
     if args.report:
         outs.file(args.report)
@@ -812,22 +849,48 @@ def _run(argv: Sequence[str] | None) -> int:
     except SystemExit as e:  # --help / --version (0) or bad usage (2)
         return int(e.code or 0)
     con = Console(quiet=args.quiet)
+    con.hold_output()
     try:
-        return int(args.func(args, con))
+        code = int(args.func(args, con))
     except KeyboardInterrupt:
         con.close_bar()
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        _write(sys.stderr, f"{PROG}: interrupted\n")
         return 130
     except Exception as e:  # one line, never a traceback
         con.close_bar()
         code = _exit_code(e)
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        if code == 1 and not isinstance(e, ImportError):
+        if code == 1 and not isinstance(e, ImportError) and not _names_itself(e):
             msg = f"{type(e).__name__}: {msg}"
-        print(f"{PROG}: error: {msg}", file=sys.stderr)
+        _write(sys.stderr, f"{PROG}: error: {msg}\n")
         if os.environ.get("OVERLAP_DEBUG"):
             raise
         return code
+    # the command's files are complete: now its report, which may fail alone
+    try:
+        con.release_output()
+    except BrokenPipeError:  # stdout closed early (| head): the files stand
+        _silence_stdout()
+        return 141
+    return code
+
+
+def _silence_stdout() -> None:
+    """Point stdout at the null device, so that the interpreter's own flush at
+    exit does not fail again on the closed pipe."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except (OSError, ValueError):
+        pass
+
+
+def _names_itself(e: BaseException) -> bool:
+    """An error whose message says what failed without its class name (a failed write)."""
+    from .pipeline.output import OutputWriteError
+
+    return isinstance(e, OutputWriteError)
 
 
 def _exit_code(e: BaseException) -> int:

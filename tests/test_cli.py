@@ -410,7 +410,7 @@ def test_unwritable_output_is_refused_before_the_work(corpus_dir, tmp_path):
 def test_unwritable_output_location_is_refused_before_the_work(corpus_dir, tmp_path):
     (tmp_path / "afile").write_text("x")
     r = run("dedup", str(corpus_dir / "dialogues_train.txt"), "--out", "afile/sub/k.txt",
-            cwd=tmp_path)
+            "--parents", cwd=tmp_path)
     assert r.returncode == 2 and "not a folder" in r.stderr
     assert "dedup:" not in r.stderr
 

@@ -13,25 +13,109 @@ module.
   temporary names (:meth:`Outputs.stage`) and renamed into place together by
   :meth:`Outputs.commit`; on any failure (or Ctrl-C) :meth:`Outputs.abort`
   deletes the temporary files and the folders it created, so a failure midway
-  leaves no partial set of outputs.
+  leaves no partial set of outputs.  The renames run with SIGINT, SIGTERM and
+  SIGHUP held back (delivered once they end), and a rename that fails puts back every file replaced
+  before it: the set of outputs is all new or all old.
+
+A file that is replaced keeps its permission bits; a special file (a device
+such as ``/dev/null``, a pipe, a socket) is never replaced by a regular one.
+A write that fails for want of space names the output it was writing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import signal
+import stat
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator
 from typing import IO, Any
 
 from .._validation import type_name
 
-__all__ = ["OutputError", "atomic_write", "temporary_name", "Outputs"]
+__all__ = ["OutputError", "OutputWriteError", "atomic_write", "temporary_name", "Outputs"]
 
 
 class OutputError(ValueError):
     """An output location that must not or cannot be written (the message says why)."""
+
+
+class OutputWriteError(OSError):
+    """Writing an output failed (disk full, quota, I/O error); the message names it."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+#: errno values of a write that failed because of the device, not the data
+_DEVICE_ERRORS = {errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EROFS,
+                  getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+#: signals held back while a set of outputs is renamed into place
+_HELD = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold back SIGINT/SIGTERM/SIGHUP for the block; each that came is raised again
+    once it ends (Ctrl-C then raises KeyboardInterrupt).
+
+    The Python-level handlers are swapped, not the thread's signal mask: a
+    signal may reach any thread (OpenMP's workers too), but Python runs its
+    handlers in the main thread, the only one allowed to swap them.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    came: list[int] = []
+    old = {}
+    for sig in _HELD:
+        with contextlib.suppress(OSError, ValueError):
+            old[sig] = signal.signal(sig, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(came):
+            signal.raise_signal(sig)
+
+
+def _special_kind(path: str) -> str | None:
+    """What ``path`` is when it exists and is neither a regular file nor a folder."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    for test, kind in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def _keep_mode(tmp: str, target: str) -> None:
+    """Give ``tmp`` the permission bits of the regular file ``target`` it will replace."""
+    try:
+        st = os.stat(target)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode):
+        os.chmod(tmp, stat.S_IMODE(st.st_mode))
+
+
+def _named_write_error(e: OSError, shown: str) -> OSError:
+    """``e`` as an OutputWriteError naming ``shown`` when the device failed, else ``e``."""
+    if isinstance(e, OutputWriteError) or e.errno not in _DEVICE_ERRORS:
+        return e
+    return OutputWriteError(e.errno, f"{shown}: could not be written ({e.strerror}); "
+                                     "the output was not changed")
 
 
 def _fspath(path: Any, name: str) -> str:
@@ -72,10 +156,17 @@ def atomic_write(path: str | os.PathLike, mode: str = "w", **open_kwargs: Any) -
     p = _fspath(path, "path")
     if mode not in ("w", "wb"):
         raise ValueError(f"mode must be 'w' or 'wb', got {mode!r}")
+    kind = _special_kind(p)
+    if kind is not None:
+        raise OutputError(f"{p}: is {kind}; refusing to replace it with a file")
     tmp = temporary_name(p)
     try:
-        with open(tmp, mode, **open_kwargs) as fh:
-            yield fh
+        try:
+            with open(tmp, mode, **open_kwargs) as fh:
+                yield fh
+        except OSError as e:
+            raise _named_write_error(e, p) from e
+        _keep_mode(tmp, p)
         os.replace(tmp, p)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -116,6 +207,10 @@ class Outputs:
     overwrite : bool, default False
         Allow replacing existing output files and writing into a non-empty
         output folder (only the files this run writes are replaced).
+    make_parents : bool, default True
+        Create missing folders above an output.  False refuses an output
+        whose folder does not exist (the command line's default; ``--parents``
+        allows it), so that a mistyped path is not silently created.
 
     Notes
     -----
@@ -124,10 +219,15 @@ class Outputs:
     (commit on success, abort on any exception).
     """
 
-    def __init__(self, inputs: Iterable[str | os.PathLike] = (), *, overwrite: bool = False):
+    def __init__(self, inputs: Iterable[str | os.PathLike] = (), *, overwrite: bool = False,
+                 make_parents: bool = True):
         if not isinstance(overwrite, bool):
             raise TypeError(f"overwrite must be a bool, got {type_name(overwrite)}")
+        if not isinstance(make_parents, bool):
+            raise TypeError(f"make_parents must be a bool, got {type_name(make_parents)}")
         self.overwrite = overwrite
+        self.make_parents = make_parents
+        self._writing: str | None = None  # the output staged last (named in write errors)
         self._inputs: list[tuple[str, str]] = []  # (as given, real path)
         for x in inputs:
             p = _fspath(x, "inputs")
@@ -153,6 +253,15 @@ class Outputs:
                     "outside it"
                 )
 
+    def _check_parent(self, given: str, real: str) -> None:
+        parent = os.path.dirname(real)
+        if not self.make_parents and not os.path.isdir(parent):
+            shown = os.path.dirname(given) or parent
+            raise OutputError(
+                f"{given}: the folder {shown} does not exist; create it first "
+                "(or give --parents, make_parents=True)"
+            )
+
     def file(self, path: str | os.PathLike) -> str:
         """Plan the output file ``path``; returns it as a str.
 
@@ -167,8 +276,12 @@ class Outputs:
         self._refuse_inputs(given, real)
         if os.path.isdir(real):
             raise OutputError(f"{given}: is a folder, expected a file name")
+        kind = _special_kind(real)
+        if kind is not None:
+            raise OutputError(f"{given}: is {kind}; refusing to replace it with a file")
         if os.path.lexists(given) and not self.overwrite:
             raise OutputError(f"{given}: exists; give --overwrite (overwrite=True) to replace it")
+        self._check_parent(given, real)
         if real in self._files:
             raise OutputError(f"{given}: named twice as an output")
         self._files[real] = given
@@ -186,6 +299,8 @@ class Outputs:
         given = _fspath(path, "path")
         real = _real(given)
         self._refuse_inputs(given, real)
+        if not os.path.exists(real):
+            self._check_parent(given, real)
         if os.path.exists(real):
             if not os.path.isdir(real):
                 raise OutputError(f"{given}: exists and is not a folder")
@@ -204,6 +319,9 @@ class Outputs:
         self._refuse_inputs(path, real)
         if os.path.isdir(real):
             raise OutputError(f"{path}: is a folder, expected a file name")
+        kind = _special_kind(real)
+        if kind is not None:
+            raise OutputError(f"{path}: is {kind}; refusing to replace it with a file")
         self._files[real] = path
         return path
 
@@ -252,30 +370,65 @@ class Outputs:
         self._makedirs(os.path.dirname(real))
         tmp = temporary_name(real)
         self._staged[real] = tmp
+        self._writing = self._files[real]
         return tmp
 
     def commit(self) -> list[str]:
-        """Rename every staged file into place; returns the paths, as planned."""
-        done = []
-        for real, tmp in self._staged.items():
-            if not os.path.exists(tmp):
-                continue  # planned but not written (e.g. a plot without matplotlib)
-            os.replace(tmp, real)
-            done.append(self._files[real])
-        self._staged.clear()
+        """Rename every staged file into place, all or none; returns the paths, as planned.
+
+        Signals are held back for the renames.  Each file replaced is first
+        moved aside; when a rename fails, every file renamed before it is put
+        back (a new file removed) and the error is raised.
+        """
+        done: list[str] = []
+        moved: list[tuple[str, str | None]] = []  # (target, its old file moved aside)
+        with _signals_held():
+            try:
+                for real, tmp in self._staged.items():
+                    if not os.path.exists(tmp):
+                        continue  # planned but not written (e.g. a plot without matplotlib)
+                    _keep_mode(tmp, real)
+                    aside = None
+                    if os.path.lexists(real):
+                        aside = temporary_name(real).replace(".partial-", ".replaced-")
+                        os.replace(real, aside)
+                    moved.append((real, aside))
+                    try:
+                        os.replace(tmp, real)
+                    except OSError:
+                        if aside is not None:
+                            os.replace(aside, real)
+                        moved.pop()
+                        raise
+                    done.append(self._files[real])
+            except BaseException:
+                for real, aside in reversed(moved):
+                    with contextlib.suppress(OSError):
+                        if aside is None:
+                            os.remove(real)
+                        else:
+                            os.replace(aside, real)
+                self.abort()
+                raise
+            for _, aside in moved:
+                if aside is not None:
+                    with contextlib.suppress(OSError):
+                        os.remove(aside)
+            self._staged.clear()
         self.written = done
         return done
 
     def abort(self) -> None:
         """Delete the staged files and the folders this run created (when empty)."""
-        for tmp in self._staged.values():
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-        self._staged.clear()
-        for d in reversed(self._created):
-            with contextlib.suppress(OSError):
-                os.rmdir(d)
-        self._created.clear()
+        with _signals_held():
+            for tmp in self._staged.values():
+                with contextlib.suppress(OSError):
+                    os.remove(tmp)
+            self._staged.clear()
+            for d in reversed(self._created):
+                with contextlib.suppress(OSError):
+                    os.rmdir(d)
+            self._created.clear()
 
     def __enter__(self) -> Outputs:
         return self
@@ -283,5 +436,9 @@ class Outputs:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if exc_type is None:
             self.commit()
-        else:
-            self.abort()
+            return
+        self.abort()
+        if isinstance(exc, OSError) and self._writing is not None:
+            named = _named_write_error(exc, self._writing)
+            if named is not exc:
+                raise named from exc
