@@ -501,13 +501,13 @@ def _print_clean(con: Console, res: Any, out_dir: str, nt: int, png: str | None)
     con.out(f"Re-split: train {rs['train']:,} / valid {rs['valid']:,} / test {rs['test']:,} "
             f"{what} (the least-overlapping {what} went to valid and test)")
     moved = getattr(rep, "moved", {})
-    if any("without_column" in e for e in moved.values()):
+    if any("without_column" in e or "with_column" in e for e in moved.values()):
         parts = []
         for k, e in moved.items():
             src = ", ".join(f"{c:,} from {s[5:]}" for s, c in e.items() if s.startswith("from_"))
-            lack = ", ".join(f"{c:,} without {col!r}"
-                             for col, c in e.get("without_column", {}).items())
-            parts.append(f"new {k}: {src}" + (f" ({lack})" if lack else ""))
+            cols = [f"{c:,} without {col!r}" for col, c in e.get("without_column", {}).items()]
+            cols += [f"{c:,} with {col!r}" for col, c in e.get("with_column", {}).items()]
+            parts.append(f"new {k}: {src}" + (f" ({', '.join(cols)})" if cols else ""))
         con.out("WARNING: the splits have different columns and re-split moved rows between "
                 "them (--allow-unlabelled-move): " + "; ".join(parts))
     parts = []

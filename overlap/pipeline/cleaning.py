@@ -181,6 +181,12 @@ def _moved_rows(kind: str, original: dict, names: list, origin: np.ndarray,
             lacking = {col: c for col, c in lacking.items() if c}
             if lacking:
                 entry["without_column"] = lacking
+            extra = {col: int(sum(int(np.count_nonzero(src == i)) for i, name in
+                                  enumerate(names) if col in original[name].units))
+                     for sp in original.values() for col in sp.units if col not in have}
+            extra = {col: c for col, c in extra.items() if c}
+            if extra:
+                entry["with_column"] = extra
         if entry:
             moved[k] = entry
     return moved

@@ -296,7 +296,8 @@ class CleanReport:
     moved : dict of str to dict
         Per new split, units that came from another original split
         (``from_SPLIT``: count) and, for tables whose splits have different
-        columns, ``without_column`` (column: rows of the new split that lack it).
+        columns, ``without_column`` (column: rows of the new split that lack it)
+        and ``with_column`` (a column its original split lacked: rows that brought it).
     """
 
     settings: CleanSettings
