@@ -692,12 +692,13 @@ def _decontaminate(args: argparse.Namespace, con: Console, train: str, evals: di
         write_decontaminated(args.out, res, outputs=outs)
     rep = res.report
     what = "dialogues" if rep.unit == "dialogue" else "rows"
-    fields = "dialogues' tokens" if rep.unit == "dialogue" else "the fields"
+    unit = "dialogue" if rep.unit == "dialogue" else "row"
+    fields = "" if rep.unit == "dialogue" else ", min over the fields"
     n = rep.inputs["train"]["units"]
     rm = rep.removed
     con.out("")
-    con.out(f"Overlap with the ORIGINAL train (each eval unit's best match in train, min over "
-            f"{fields}; counts of scores >= each threshold):")
+    con.out(f"Overlap with the ORIGINAL train (each eval {unit}'s best match in train{fields}; "
+            "counts of scores >= each threshold):")
     for k, v in rep.before.items():
         con.out("  " + v.format(k))
     con.out("")
