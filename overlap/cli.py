@@ -454,7 +454,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="dedup train: remove units whose ratio to one still present "
                         "exceeds T (default: --threshold)")
     x.add_argument("--no-dedup", action="store_false", dest="dedup_train",
-                   help="do not deduplicate train (only remove the eval overlap)")
+                   help="do not deduplicate train, only remove the eval overlap (default: deduplicate)")
     x.add_argument("--keep", choices=KEEP, default="most-overlapped",
                    help="which train unit of near-duplicates stays (default: "
                         "most-overlapped, the published method; first = the earliest)")
