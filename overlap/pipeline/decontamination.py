@@ -380,15 +380,16 @@ def decontaminate(
     removed_units = []
     tr = splits["train"]
     for i in np.flatnonzero(~keep_mask).tolist():
+        ks: str
         if overlap_mask[i]:
-            ks, kf, sc = best_split[i], int(best_index[i]), float(best_score[i])
+            ks, kf, why = str(best_split[i]), int(best_index[i]), float(best_score[i])
             reason[i] = "eval-overlap"
         else:
-            ks, kf, sc = "train", int(dup_of[i]), dup_score[i]
+            ks, kf, why = "train", int(dup_of[i]), float(dup_score[i])
             reason[i] = "train-duplicate"
         removed_units.append({
             "split": "train", "index": i, "reason": reason[i], "kept_split": ks,
-            "kept_for": kf, "score": sc, "text": _unit_text(kind, tr, i),
+            "kept_for": kf, "score": why, "text": _unit_text(kind, tr, i),
             "kept_text": _unit_text(kind, splits[ks], kf),
         })
     n_overlap = int(overlap_mask.sum())
