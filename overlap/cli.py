@@ -1,4 +1,4 @@
-"""The ``overlap`` command line: demo, scan, dedup, clean.
+"""The ``overlap`` command line: demo, scan, dedup, clean, decontaminate.
 
 Exit codes: 0 ok, 2 bad usage or input, 1 other failure, 130 interrupted
 (Ctrl-C, honoured between kernel chunks).  Errors are one line on stderr.
@@ -411,17 +411,32 @@ def build_parser() -> argparse.ArgumentParser:
     u.set_defaults(func=cmd_dedup)
 
     c = sub.add_parser("clean", parents=[common, writes, tok, at],
-                       help="the whole pipeline on a DailyDialog-style folder or split files",
-                       description="scan, dedup, re-split, flatten, remove exact duplicates, "
-                                   "write the new split and a report. Input: a folder (DIR) "
-                                   "or explicit --train/--valid/--test files of any name and "
-                                   "format.")
+                       help="clean a dataset: fixed eval (train decontaminated) or re-split",
+                       description="Two modes, named on the first line of the output. "
+                                   "FIXED EVAL (the default with explicit --valid/--test "
+                                   "files; --fixed-eval): the eval files are never changed; "
+                                   "train rows whose best eval match scores >= --threshold "
+                                   "are removed, then train is deduplicated (same as overlap "
+                                   "decontaminate). RE-SPLIT (the default for a folder DIR "
+                                   "or --train alone; --resplit): scan, dedup all splits "
+                                   "pooled, re-split so the least-overlapping units form "
+                                   "valid and test, flatten, remove exact duplicates, write "
+                                   "the new split and a report; for a corpus you own, not a "
+                                   "published benchmark.")
     c.add_argument("directory", nargs="?", metavar="DIR",
                    help="folder with dialogues_{train,validation,test}.txt or "
                         "{train,valid,test}.txt")
     c.add_argument("--train", metavar="FILE", help="train split file (instead of DIR)")
     c.add_argument("--valid", metavar="FILE", help="validation split file (optional)")
     c.add_argument("--test", metavar="FILE", help="test split file (optional)")
+    mode = c.add_mutually_exclusive_group()
+    mode.add_argument("--fixed-eval", action="store_true", dest="fixed_eval",
+                      help="fixed-eval mode: never change valid/test, remove from train what "
+                           "overlaps them, dedup train (default when --valid or --test is "
+                           "given)")
+    mode.add_argument("--resplit", action="store_true",
+                      help="re-split mode: pool the splits, dedup, deal them again (default "
+                           "for a folder DIR or --train alone)")
     c.add_argument("--format", choices=FORMATS, default=None,
                    help="format of the split files (default: from each extension)")
     c.add_argument("--fields", default="context,response", metavar="COLS",
@@ -430,20 +445,65 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (required; new or empty unless --overwrite; never "
                         "inside an input folder)")
     c.add_argument("--test-size", type=_count, default=None, metavar="N",
-                   help="units in the new test split (default: as in the input; never shrunk)")
-    c.add_argument("--valid-size", type=_count, default=None, metavar="N",
-                   help="units in the new validation split (default: as in the input; "
+                   help="re-split: units in the new test split (default: as in the input; "
                         "never shrunk)")
-    c.add_argument("--turns", type=_positive, default=1, metavar="K",
-                   help="context turns of the samples (default: 1)")
+    c.add_argument("--valid-size", type=_count, default=None, metavar="N",
+                   help="re-split: units in the new validation split (default: as in the "
+                        "input; never shrunk)")
+    c.add_argument("--turns", type=_positive, default=None, metavar="K",
+                   help="re-split: context turns of the samples (default: 1)")
     c.add_argument("--threshold", type=_unit, default=0.8,
-                   help="dedup threshold: remove units above it (default: 0.8)")
+                   help="re-split: dedup threshold, remove units above it; fixed eval: "
+                        "remove train units whose best eval match scores >= it and train "
+                        "near-duplicates above it (default: 0.8)")
     c.add_argument("--keep", choices=KEEP, default="most-overlapped",
                    help="which unit of near-duplicates stays (default: most-overlapped, the "
                         "published method; first = the earliest, train before valid/test)")
-    c.add_argument("--seed", type=_count, default=0, metavar="S",
-                   help="re-split seed (default: 0)")
+    c.add_argument("--seed", type=_count, default=None, metavar="S",
+                   help="re-split: seed (default: 0)")
+    c.add_argument("--allow-unlabelled-move", action="store_true",
+                   dest="allow_unlabelled_move",
+                   help="re-split: go ahead even when the split tables have different "
+                        "columns (e.g. test has no label), moving rows into splits that "
+                        "lack their columns (default: refuse)")
     c.set_defaults(func=cmd_clean)
+
+    x = sub.add_parser("decontaminate", parents=[common, writes, tok, at],
+                       help="fixed benchmark: remove from train what overlaps valid/test, "
+                            "dedup train; eval files never change",
+                       description="For a benchmark whose eval splits are fixed: train "
+                                   "units whose best match in --valid or --test scores >= "
+                                   "--threshold are removed, then train is deduplicated "
+                                   "(units above --dedup-threshold). Writes DIR/train.EXT "
+                                   "(every column, original order) and DIR/report.json "
+                                   "(every removed train unit, why, and what it matched). "
+                                   "The eval files are read, never written.")
+    x.add_argument("--train", required=True, metavar="FILE",
+                   help="train split file: .csv, .tsv, .jsonl, .parquet (rows) or "
+                        "DailyDialog .txt (dialogues) (required)")
+    x.add_argument("--valid", metavar="FILE", help="validation split file (never changed)")
+    x.add_argument("--test", metavar="FILE", help="test split file (never changed)")
+    x.add_argument("--format", choices=FORMATS, default=None,
+                   help="format of the files (default: from each extension)")
+    x.add_argument("--fields", default="context,response", metavar="COLS",
+                   help="columns compared for tables; the ratio is the minimum over them "
+                        "(default: context,response)")
+    x.add_argument("--out", required=True, metavar="DIR",
+                   help="output folder (required; new or empty unless --overwrite; never "
+                        "inside an input folder)")
+    x.add_argument("--threshold", type=_unit, default=0.8,
+                   help="remove train units whose best eval match scores >= this "
+                        "(default: 0.8)")
+    x.add_argument("--dedup-threshold", type=_unit, default=None, metavar="T",
+                   dest="dedup_threshold",
+                   help="dedup train: remove units whose ratio to one still present "
+                        "exceeds T (default: --threshold)")
+    x.add_argument("--no-dedup", action="store_false", dest="dedup_train",
+                   help="do not deduplicate train, only remove the eval overlap (default: deduplicate)")
+    x.add_argument("--keep", choices=KEEP, default="most-overlapped",
+                   help="which train unit of near-duplicates stays (default: "
+                        "most-overlapped, the published method; first = the earliest)")
+    x.set_defaults(func=cmd_decontaminate)
     return p
 
 
@@ -485,6 +545,16 @@ def _print_clean(con: Console, res: Any, out_dir: str, nt: int, png: str | None)
     rs = rep.resplit
     con.out(f"Re-split: train {rs['train']:,} / valid {rs['valid']:,} / test {rs['test']:,} "
             f"{what} (the least-overlapping {what} went to valid and test)")
+    moved = getattr(rep, "moved", {})
+    if any("without_column" in e or "with_column" in e for e in moved.values()):
+        parts = []
+        for k, e in moved.items():
+            src = ", ".join(f"{c:,} from {s[5:]}" for s, c in e.items() if s.startswith("from_"))
+            cols = [f"{c:,} without {col!r}" for col, c in e.get("without_column", {}).items()]
+            cols += [f"{c:,} with {col!r}" for col, c in e.get("with_column", {}).items()]
+            parts.append(f"new {k}: {src}" + (f" ({', '.join(cols)})" if cols else ""))
+        con.out("WARNING: the splits have different columns and re-split moved rows between "
+                "them (--allow-unlabelled-move): " + "; ".join(parts))
     parts = []
     for k, c in rep.samples.items():
         extra = f", {c.in_train:,} also in train" if k != "train" else ""
@@ -568,31 +638,136 @@ def _clean_source(args: argparse.Namespace) -> Any:
     return files
 
 
+def _clean_mode(args: argparse.Namespace) -> str:
+    """``fixed-eval`` or ``resplit``: named by a flag, else fixed eval when eval files are given."""
+    if args.resplit:
+        return "resplit"
+    if args.fixed_eval or (args.directory is None and (args.valid or args.test)):
+        return "fixed-eval"
+    return "resplit"
+
+
+def _mode_line(mode: str, evals: Sequence[str] = ()) -> str:
+    if mode == "fixed-eval":
+        ev = " and ".join(evals) or "the eval splits"
+        verb, it = ("is", "it") if len(evals) == 1 else ("are", "them")
+        return (f"mode: fixed eval ({ev} {verb} never changed; train rows that overlap {it} "
+                "are removed, then train is deduplicated)")
+    return ("mode: re-split (all splits pooled, deduplicated and dealt again; for a corpus "
+            "you own, not a fixed benchmark)")
+
+
 def cmd_clean(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
     from .pipeline.output import Outputs
     from .pipeline.cleaning import (_input_paths, clean, clean_layout, plan_clean_outputs,
                                  write_clean)
 
-    nt = effective_n_threads(args.threads, "--threads")
     source = _clean_source(args)
+    mode = _clean_mode(args)
+    if mode == "fixed-eval":
+        for opt, value in (("--test-size", args.test_size), ("--valid-size", args.valid_size),
+                           ("--seed", args.seed), ("--turns", args.turns),
+                           ("--allow-unlabelled-move", args.allow_unlabelled_move or None)):
+            if value is not None:
+                raise UsageError(f"{opt} applies to re-splitting; the eval files are fixed "
+                                 "here (give --resplit to re-split)")
+        if isinstance(source, str):
+            from .pipeline.dialogue import find_split_files
+
+            source = find_split_files(source)
+        files = {k: v for k, v in source.items() if k != "train"}
+        if not files:
+            raise UsageError("--fixed-eval needs an eval split (--valid or --test)")
+        return _decontaminate(args, con, source["train"], files, True, None)
+    nt = effective_n_threads(args.threads, "--threads")
     outs = Outputs(_input_paths(source), overwrite=args.overwrite,
                    make_parents=args.parents)
     unit, formats = clean_layout(source, args.format)
     plan_clean_outputs(outs, args.out, unit, formats)
     png = outs.file_in(args.out, "overlap_hist.png")
     outs.check()
+    con.out(_mode_line("resplit"))
     res = clean(source, fields=args.fields, fmt=args.format,
                 threshold=args.threshold, keep=args.keep, test_size=args.test_size,
-                valid_size=args.valid_size, turns=args.turns, seed=args.seed, at=args.at,
-                tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
-                progress=con.progress, log=con.log)
+                valid_size=args.valid_size, turns=args.turns or 1, seed=args.seed or 0,
+                at=args.at, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
+                progress=con.progress, log=con.log,
+                allow_unlabelled_move=args.allow_unlabelled_move)
     with outs:
         con.log("write: the new split, the report and the histogram")
         write_clean(args.out, res, outputs=outs)
         shown = _plot(con, outs, png, _histogram_series(res),
                       "Max overlap against train: before / after")
     _print_clean(con, res, args.out, nt, shown)
+    return 0
+
+
+def cmd_decontaminate(args: argparse.Namespace, con: Console) -> int:
+    files = {k: getattr(args, k) for k in ("valid", "test") if getattr(args, k)}
+    if not files:
+        raise UsageError("give the fixed eval split(s): --test FILE and/or --valid FILE")
+    for k, f in {"train": args.train, **files}.items():
+        if not os.path.isfile(f):
+            raise FileNotFoundError(f"{f}: no such file (--{k})")
+    return _decontaminate(args, con, args.train, files, args.dedup_train,
+                          args.dedup_threshold)
+
+
+def _decontaminate(args: argparse.Namespace, con: Console, train: str, evals: dict,
+                   dedup_train: bool, dedup_threshold: float | None) -> int:
+    """Fixed-eval mode (``overlap decontaminate``, and ``overlap clean`` with eval files)."""
+    from ._threads import effective_n_threads
+    from .pipeline.decontamination import (decontaminate, decontaminate_layout,
+                                           plan_decontaminate_outputs, write_decontaminated)
+    from .pipeline.output import Outputs
+
+    nt = effective_n_threads(args.threads, "--threads")
+    outs = Outputs([train, *evals.values()], overwrite=args.overwrite,
+                   make_parents=args.parents)
+    unit, fmt = decontaminate_layout(train, args.format)
+    plan_decontaminate_outputs(outs, args.out, unit, fmt)
+    outs.check()
+    con.out(_mode_line("fixed-eval", list(evals)))
+    res = decontaminate(train, evals, fields=args.fields, fmt=args.format,
+                        threshold=args.threshold, dedup_train=dedup_train,
+                        dedup_threshold=dedup_threshold, keep=args.keep, at=args.at,
+                        tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
+                        progress=con.progress, log=con.log)
+    with outs:
+        con.log("write: the cleaned train and the report")
+        write_decontaminated(args.out, res, outputs=outs)
+    rep = res.report
+    what = "dialogues" if rep.unit == "dialogue" else "rows"
+    unit = "dialogue" if rep.unit == "dialogue" else "row"
+    fields = "" if rep.unit == "dialogue" else ", min over the fields"
+    n = rep.inputs["train"]["units"]
+    rm = rep.removed
+    con.out("")
+    con.out(f"Overlap with the ORIGINAL train (each eval {unit}'s best match in train{fields}; "
+            "counts of scores >= each threshold):")
+    for k, v in rep.before.items():
+        con.out("  " + v.format(k))
+    con.out("")
+    con.out(f"Removed from train: {rm['total']:,} of {n:,} {what}, kept {rep.kept:,}")
+    by = ", ".join(f"{k} {v:,}" for k, v in rm["by_eval_split"].items())
+    con.out(f"  eval-overlap: {rm['eval-overlap']:,} (best eval match >= "
+            f"{rep.settings.threshold:g}; {by})")
+    if rep.settings.dedup_threshold is None:
+        con.out("  train-duplicate: not run (--no-dedup)")
+    else:
+        con.out(f"  train-duplicate: {rm['train-duplicate']:,} (near-duplicates of other train "
+                f"{what}, > {rep.settings.dedup_threshold:g}, keep {rep.settings.keep}, "
+                f"{_counted(rep.dedup['passes'], 'pass')})")
+    con.out("")
+    con.out("Overlap with the CLEANED train:")
+    for k, v in rep.after.items():
+        con.out("  " + v.format(k))
+    con.out("")
+    con.out(con.timing_line(nt))
+    con.out(f"Files in {args.out}{os.sep}: " + ", ".join(os.path.basename(f) for f in res.files)
+            + " (report.json lists every removed train unit, its reason and what it matched;"
+              " the eval files are unchanged)")
     return 0
 
 

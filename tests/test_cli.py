@@ -529,8 +529,9 @@ def test_clean_explicit_files_of_any_name_and_format(tmp_path):
         from overlap.dialogue import write_dialogues
         write_dialogues(tmp_path / name, corpus[split])
     r = run("clean", "--train", "OpenSubtitles.en-train.txt", "--valid", "dev.txt", "--test",
-            "held_out.txt", "--out", "o", "--keep", "first", cwd=tmp_path)
+            "held_out.txt", "--out", "o", "--keep", "first", "--resplit", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("mode: re-split")
     assert "plan: new split test 15 and valid 15 dialogues" in r.stderr
     rep = json.loads((tmp_path / "o" / "report.json").read_text())
     assert rep["settings"]["keep"] == "first" and rep["resplit"]["test"] == 15
@@ -560,7 +561,7 @@ def test_version_and_help_describe_every_argument(tmp_path):
 
     r = run("--version", cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.strip() == f"overlap {__version__}"
-    for cmd in ("demo", "scan", "dedup", "clean"):
+    for cmd in ("demo", "scan", "dedup", "clean", "decontaminate"):
         r = run(cmd, "--help", cwd=tmp_path)
         assert r.returncode == 0
         from overlap.cli import build_parser

@@ -21,8 +21,9 @@ Found by scanning the Markdown, so blocks added later are picked up:
 ``pip install .`` (the optional extras hidden).  Opt out with an HTML comment
 on the line before the opening fence:
 ``<!-- doc-test: skip REASON -->`` (illustrative only: needs a cluster, takes
-minutes...).  A block whose text names ``dailydialog/`` runs against the shared
-DailyDialog data (``../shared/data``) and is skipped, with that reason, without it.
+minutes...).  A block whose text names ``dailydialog/`` (or ``mint/``) runs
+against the shared DailyDialog (MINT) data (``../shared/data``) and is skipped,
+with that reason, without it.
 """
 
 from __future__ import annotations
@@ -166,13 +167,17 @@ def _skip_missing_extras(text: str) -> None:
         pytest.skip(f"needs the optional extra(s) {', '.join(missing)} (not installed)")
 
 
+_DATASETS = {"dailydialog": "DailyDialog", "mint": "MINT"}
+
+
 def _data_link(text: str, cwd: Path) -> None:
-    if "dailydialog/" not in text:
-        return
-    data = shared_data_dir()
-    if data is None or not (data / "dailydialog").is_dir():
-        pytest.skip("needs the DailyDialog data in ../shared/data")
-    (cwd / "dailydialog").symlink_to(data / "dailydialog")
+    for folder, name in _DATASETS.items():
+        if f"{folder}/" not in text:
+            continue
+        data = shared_data_dir()
+        if data is None or not (data / folder).is_dir():
+            pytest.skip(f"needs the {name} data in ../shared/data")
+        (cwd / folder).symlink_to(data / folder)
 
 
 @pytest.mark.parametrize("lang,text,skip,plain", list(_cases()))

@@ -10,7 +10,10 @@ imports them):
 - :mod:`overlap.pipeline.steps` — the other steps of the published
   dialogue-cleaning pipeline, one function per step;
 - :mod:`overlap.pipeline.cleaning` — :func:`clean`, all steps in one call, and
-  the files it writes;
+  the files it writes (re-splitting, for a corpus you own);
+- :mod:`overlap.pipeline.decontamination` — :func:`decontaminate`, for a fixed
+  benchmark: remove from train what overlaps the eval splits (never changed),
+  then dedup train;
 - :mod:`overlap.pipeline.report` — typed results: summaries at thresholds
   (``>=``), per group, and the clean report;
 - :mod:`overlap.pipeline.output` — safe writing: never over an input, atomic
@@ -26,6 +29,8 @@ name below is importable from ``overlap.pipeline``.
 """
 
 from .cleaning import CleanResult, clean, clean_layout, plan_clean_outputs, write_clean
+from .decontamination import (DecontaminationReport, DecontaminationResult, decontaminate,
+                              write_decontaminated)
 from .dialogue import SPLIT_FILE_NAMES
 from .output import OutputError, Outputs, atomic_write
 from .report import (AT, CleanReport, GroupedSummary, OverlapSummary, summarize,
@@ -66,5 +71,9 @@ __all__ = [
     "remove_duplicates",
     "clean",
     "write_clean",
+    "decontaminate",
+    "write_decontaminated",
+    "DecontaminationResult",
+    "DecontaminationReport",
     "SPLIT_FILE_NAMES",
 ]

@@ -83,6 +83,30 @@ class _Split:
     fmt: str = "jsonl"
 
 
+def _read_split(v: Any, fields: Any, fmt: str | None, out: dict, k: str) -> str:
+    """Read one split (a file, a table or dialogues) into ``out[k]``; returns its unit kind."""
+    if isinstance(v, (str, os.PathLike)):
+        f = infer_format(v, fmt)
+        p = os.fspath(v)
+        if f == "dailydialog":
+            if not os.path.isfile(p):
+                raise FileNotFoundError(f"{p}: no such file")
+            out[k] = _Split(read_dialogues(p), [], 0, p, f)
+            return "dialogue"
+        cols, table = read_fields(p, fields or ("context", "response"), f)
+        out[k] = _Split(table, cols, 0, p, f)
+        return "row"
+    if isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
+        cols, table = read_fields(v, fields or ("context", "response"))
+        out[k] = _Split(table, cols, 0)
+        return "row"
+    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+        raise TypeError(f"source[{k!r}] must be a file path, a table or a list of dialogues, "
+                        f"got {type_name(v)}")
+    out[k] = _Split(list(v), [], 0)
+    return "dialogue"
+
+
 def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, dict]:
     """(unit kind, split name -> _Split) of a folder, a mapping of dialogues or of files."""
     if isinstance(source, (str, os.PathLike)):
@@ -103,26 +127,7 @@ def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, 
     for k in SPLITS:
         if k not in source:
             continue
-        v = source[k]
-        if isinstance(v, (str, os.PathLike)):
-            f = infer_format(v, fmt)
-            p = os.fspath(v)
-            if f == "dailydialog":
-                if not os.path.isfile(p):
-                    raise FileNotFoundError(f"{p}: no such file")
-                out[k] = _Split(read_dialogues(p), [], 0, p, f)
-                kinds.add("dialogue")
-            else:
-                cols, table = read_fields(p, fields or ("context", "response"), f)
-                out[k] = _Split(table, cols, 0, p, f)
-                kinds.add("row")
-        elif isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
-            cols, table = read_fields(v, fields or ("context", "response"))
-            out[k] = _Split(table, cols, 0)
-            kinds.add("row")
-        else:
-            out[k] = _Split(list(v), [], 0)
-            kinds.add("dialogue")
+        kinds.add(_read_split(source[k], fields, fmt, out, k))
     if len(kinds) > 1:
         raise ValueError("source: every split must be of the same kind (all DailyDialog "
                          "dialogues or all tables)")
@@ -134,6 +139,57 @@ def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, 
         if len(widths) > 1:
             raise ValueError("source: every split must have the same fields")
     return kind, out
+
+
+def _where(k: str, sp: _Split) -> str:
+    return sp.path if sp.path else f"the {k} table"
+
+
+def _refuse_column_loss(original: dict) -> None:
+    """Re-splitting tables whose columns differ would move rows into a split lacking them."""
+    cols = {k: list(sp.units) for k, sp in original.items()}
+    for k, have in cols.items():
+        for j, other in cols.items():
+            missing = [c for c in have if c not in other]
+            if j != k and missing:
+                c = ", ".join(repr(x) for x in missing)
+                raise ValueError(
+                    f"{_where(j, original[j])}: has no column {c}, which "
+                    f"{_where(k, original[k])} has; re-splitting would move {k} rows into "
+                    f"{j} and {j} rows without it into {k}. For a fixed benchmark remove the "
+                    "overlap from train instead (overlap clean --train/--test without "
+                    "--resplit, or overlap decontaminate); to re-split anyway give "
+                    "--allow-unlabelled-move (allow_unlabelled_move=True)")
+
+
+def _moved_rows(kind: str, original: dict, names: list, origin: np.ndarray,
+                new_pos: dict) -> dict:
+    """Per new split: units that came from another original split, and columns they lack."""
+    moved: dict = {}
+    for k, pos in new_pos.items():
+        src = origin[pos]
+        entry: dict[str, Any] = {}
+        for i, name in enumerate(names):
+            c = int(np.count_nonzero(src == i))
+            if name != k and c:
+                entry[f"from_{name}"] = c
+        if kind == "row" and k in original:
+            have = list(original[k].units)
+            lacking = {col: int(sum(int(np.count_nonzero(src == i)) for i, name in
+                                    enumerate(names) if col not in original[name].units))
+                       for col in have}
+            lacking = {col: c for col, c in lacking.items() if c}
+            if lacking:
+                entry["without_column"] = lacking
+            extra = {col: int(sum(int(np.count_nonzero(src == i)) for i, name in
+                                  enumerate(names) if col in original[name].units))
+                     for sp in original.values() for col in sp.units if col not in have}
+            extra = {col: c for col, c in extra.items() if c}
+            if extra:
+                entry["with_column"] = extra
+        if entry:
+            moved[k] = entry
+    return moved
 
 
 def _take_rows(table: dict, idx: np.ndarray) -> dict:
@@ -214,6 +270,7 @@ def clean(
     progress: ProgressArg = False,
     log: Log | None = None,
     overwrite: bool = False,
+    allow_unlabelled_move: bool = False,
 ) -> CleanResult:
     """The whole published pipeline: scan, dedup, re-split, flatten, remove, write.
 
@@ -259,6 +316,14 @@ def clean(
         the split sizes clean will produce).
     overwrite : bool, default False
         Allow writing into a non-empty ``out``.
+    allow_unlabelled_move : bool, default False
+        Re-splitting moves rows between splits.  When the input tables do not
+        all have the same columns (typically a test set without a ``label``
+        column), moved rows would lose those columns or arrive without them,
+        so ``clean`` refuses (ValueError) unless this is True; the report then
+        counts the rows that moved without them (``report.moved``).  For a
+        published benchmark, whose eval splits are fixed, use
+        :func:`overlap.pipeline.decontaminate` instead.
 
     Returns
     -------
@@ -276,6 +341,9 @@ def clean(
         valid_size = check_int(valid_size, "valid_size", minimum=0)
     if log is not None and not callable(log):
         raise TypeError(f"log must be callable or None, got {type_name(log)}")
+    if not isinstance(allow_unlabelled_move, bool):
+        raise TypeError(f"allow_unlabelled_move must be a bool, got "
+                        f"{type_name(allow_unlabelled_move)}")
     nt = effective_n_threads(n_threads)
     say = log or (lambda _msg: None)
     opts: dict[str, Any] = {"tokenizer": tokenizer, "ngram": ngram, "n_threads": nt}
@@ -293,6 +361,8 @@ def clean(
     say("read: the input splits")
     kind, original = _read_clean_source(source, fields, fmt)
     names = list(original)
+    if kind == "row" and not allow_unlabelled_move:
+        _refuse_column_loss(original)
     evals = [k for k in ("valid", "test") if k in original]
     total = sum(sp.n for sp in original.values())
     if test_size is None:
@@ -347,7 +417,7 @@ def clean(
         j = int(dd.kept_for[i])
         si, sj = names[origin[i]], names[origin[j]]
         removed_units.append({
-            "split": si, "index": int(local[i]), "kept_split": sj, "kept_index": int(local[j]),
+            "split": si, "index": int(local[i]), "kept_split": sj, "kept_for": int(local[j]),
             "score": sc, "text": _unit_text(kind, original[si], int(local[i])),
             "kept_text": _unit_text(kind, original[sj], int(local[j])),
         })
@@ -365,6 +435,7 @@ def clean(
     rs = resplit(tuple(u.take(kept_idx) for u in units), test_size=test_size,
                  valid_size=valid_size, seed=seed, n_threads=nt, progress=progress)
     new_pos = {k: kept_idx[idx] for k, idx in rs.as_dict().items()}  # pooled indices
+    moved = _moved_rows(kind, original, names, origin, new_pos)
     timed("resplit", t0)
 
     t0 = time.perf_counter()
@@ -423,6 +494,7 @@ def clean(
         samples=dup_counts,
         after={k: r.summary for k, r in after.items()},
         timing_s=timing,
+        moved=moved,
     )
     formats = {k: (sp.fmt if sp.fmt in _EXT else "jsonl") for k, sp in original.items()}
     formats = {k: formats.get(k, formats["train"]) for k in SPLITS}

@@ -254,8 +254,10 @@ class DedupCounts:
         Removed units per original split.
     removed_units : list of dict
         Every removed unit: ``split``, ``index`` (in its original split),
-        ``kept_split`` and ``kept_index`` (the unit it duplicates, which stays),
-        ``score`` and both ``text`` and ``kept_text``.
+        ``kept_split`` and ``kept_for`` (the unit it was removed for, in that
+        split; as in :attr:`overlap.DedupResult.kept_for`, following the chain
+        ends at a kept unit), ``score`` (their ratio) and both ``text`` and
+        ``kept_text``.  The same keys as every other report.
     """
 
     units: int
@@ -296,6 +298,11 @@ class CleanReport:
     samples : dict of str to SampleCounts
     timing_s : dict of str to float
         Seconds per step.
+    moved : dict of str to dict
+        Per new split, units that came from another original split
+        (``from_SPLIT``: count) and, for tables whose splits have different
+        columns, ``without_column`` (column: rows of the new split that lack it)
+        and ``with_column`` (a column its original split lacked: rows that brought it).
     """
 
     settings: CleanSettings
@@ -307,6 +314,7 @@ class CleanReport:
     samples: dict
     after: dict
     timing_s: dict
+    moved: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {
@@ -316,6 +324,7 @@ class CleanReport:
             "before": {k: v.as_dict() for k, v in self.before.items()},
             "dedup": asdict(self.dedup),
             "resplit": dict(self.resplit),
+            "moved": dict(self.moved),
             "samples": {k: asdict(v) for k, v in self.samples.items()},
             "after": {k: v.as_dict() for k, v in self.after.items()},
             "timing_s": dict(self.timing_s),

@@ -1,0 +1,481 @@
+"""Fixed-eval decontamination: clean train against a benchmark's eval splits, which stay as they are.
+
+For a published benchmark (GLUE, MINT, any leaderboard) the test set is fixed;
+the standard move is to remove from **train** whatever overlaps the eval
+splits, then deduplicate train itself.  :func:`decontaminate` does that:
+
+1. every train unit's best match in every eval split (the ratio of two units
+   is the minimum over the compared fields);
+2. train units whose best eval score is **at least** (``>=``) ``threshold``
+   are removed (reason ``eval-overlap``), the same comparison as a scan's
+   counts: after it, no eval unit has a train match scoring ``>= threshold``;
+3. the remaining train units are deduplicated (:func:`overlap.dedup`: a unit
+   goes when its ratio to one still present is **strictly greater** than
+   ``dedup_threshold``; reason ``train-duplicate``).
+
+Eval splits are read, never written.  The cleaned train keeps every column and
+the original row order.  Re-splitting (pooling the splits and dealing them
+again) is :func:`overlap.pipeline.clean`, for a corpus you own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._progress import ProgressArg
+from .._threads import effective_n_threads
+from .._validation import check_unit_interval, type_name
+from ..dedup import DedupResult, dedup
+from ..search import max_overlap, ratio
+from ..tokensets import Tokenizer, TokenSets
+from .cleaning import _EXT, _Split, _read_split, _take_rows, _unit_text
+from .dialogue import SPLIT_FILE_NAMES, write_dialogues
+from .output import Outputs
+from .report import AT, OverlapSummary, parse_thresholds, summarize
+from .scanning import Log, tokenize_fields
+from .steps import KEEP, _dedup_first
+from .tables import infer_format, write_table
+
+__all__ = ["MODE", "REASONS", "DecontaminationSettings", "DecontaminationReport",
+           "DecontaminationResult", "decontaminate", "write_decontaminated",
+           "plan_decontaminate_outputs", "decontaminate_layout"]
+
+#: The name of this mode in reports and on the command line.
+MODE = "fixed-eval"
+
+#: Why a train unit was removed: it overlaps an eval unit, or it duplicates a kept train unit.
+REASONS = ("eval-overlap", "train-duplicate")
+
+
+@dataclass(frozen=True)
+class DecontaminationSettings:
+    """What :func:`decontaminate` was asked to do."""
+
+    threshold: float
+    dedup_threshold: float | None  # None: train was not deduplicated
+    keep: str
+    fields: tuple
+    tokenizer: str
+    ngram: int
+    n_threads: int
+    at: tuple
+
+
+@dataclass
+class DecontaminationReport:
+    """What :func:`decontaminate` removed and why (``as_dict()`` is ``report.json``).
+
+    Attributes
+    ----------
+    settings : DecontaminationSettings
+    unit : str
+        ``"row"`` (tables) or ``"dialogue"`` (DailyDialog files).
+    inputs : dict of str to dict
+        Per split (train and every eval split): ``units`` (and ``path``).
+    before, after : dict of str to OverlapSummary
+        Every eval split's best matches in the original and the cleaned train.
+    removed : dict
+        ``eval-overlap`` and ``train-duplicate`` counts, ``total``, and
+        ``by_eval_split`` (eval-overlap removals per eval split of the best match).
+    kept : int
+        Train units left.
+    dedup : dict
+        ``passes`` and ``pairs_above_threshold`` of the train dedup.
+    removed_units : list of dict
+        Every removed train unit, in train order: ``split`` ("train"),
+        ``index`` (its row in train), ``reason`` (one of :data:`REASONS`),
+        ``kept_split`` and ``kept_for`` (the unit it was removed for: its best
+        eval match, or the train unit it duplicates), ``score`` (their ratio),
+        ``text`` and ``kept_text``.
+    timing_s : dict of str to float
+    """
+
+    settings: DecontaminationSettings
+    unit: str
+    inputs: dict
+    before: dict
+    after: dict
+    removed: dict
+    kept: int
+    dedup: dict
+    removed_units: list
+    timing_s: dict
+    mode: str = MODE
+
+    def as_dict(self) -> dict:
+        return {
+            "mode": self.mode,
+            "settings": asdict(self.settings),
+            "unit": self.unit,
+            "inputs": self.inputs,
+            "before": {k: v.as_dict() for k, v in self.before.items()},
+            "removed": self.removed,
+            "kept": self.kept,
+            "dedup": self.dedup,
+            "after": {k: v.as_dict() for k, v in self.after.items()},
+            "removed_units": self.removed_units,
+            "timing_s": dict(self.timing_s),
+        }
+
+
+@dataclass
+class DecontaminationResult:
+    """Everything :func:`decontaminate` produced.
+
+    Attributes
+    ----------
+    unit : str
+        ``"row"`` or ``"dialogue"``.
+    train : dict of columns, or list of dialogues
+        The cleaned train: the kept units with every column, in the original order.
+    keep : ndarray of bool
+        Per original train unit: kept.
+    reason : list of str or None
+        Per original train unit: ``None`` (kept), ``"eval-overlap"`` or ``"train-duplicate"``.
+    best_score, best_index : ndarray
+        Per original train unit: its best score against any eval split, and
+        that eval unit's index (-1 when nothing overlaps).
+    best_split : list of str or None
+        Per original train unit: the eval split of that match (ties: the split
+        given first, then the lowest index); None when nothing overlaps.
+    dedup : DedupResult or None
+        The train dedup, over the units left after the eval-overlap removal
+        (indices into those); None when train was not deduplicated.
+    before, after : dict of str to OverlapSummary
+    report : DecontaminationReport
+    format : str
+        The train file's format (what :func:`write_decontaminated` writes).
+    files : list of str
+        Paths written by :func:`write_decontaminated` (empty until then).
+    """
+
+    unit: str
+    train: Any
+    keep: np.ndarray
+    reason: list
+    best_score: np.ndarray
+    best_index: np.ndarray
+    best_split: list
+    dedup: DedupResult | None
+    before: dict
+    after: dict
+    report: DecontaminationReport
+    format: str = "jsonl"
+    files: list = field(default_factory=list)
+
+
+def _check_evals(evals: Any) -> dict:
+    if not isinstance(evals, Mapping):
+        raise TypeError("evals must be a mapping of eval split name to file, table or "
+                        f"dialogues, got {type_name(evals)}")
+    if not evals:
+        raise ValueError("evals must hold at least one eval split (e.g. {'test': 'test.csv'})")
+    for k in evals:
+        if not isinstance(k, str) or not k or k == "train":
+            raise ValueError(f"evals: split names must be non-empty str other than 'train', "
+                             f"got {k!r}")
+    return dict(evals)
+
+
+def _output_name(unit: str, fmt: str) -> str:
+    return SPLIT_FILE_NAMES["train"] if unit == "dialogue" else f"train.{_EXT[fmt]}"
+
+
+def decontaminate_layout(train: Any, fmt: str | None = None) -> tuple[str, str]:
+    """(unit kind, output format) of a :func:`decontaminate` train input, without reading it."""
+    if isinstance(train, (str, os.PathLike)):
+        f = infer_format(train, fmt)
+        return ("dialogue", f) if f == "dailydialog" else ("row", f if f in _EXT else "jsonl")
+    if isinstance(train, Mapping) or type(train).__module__.split(".")[0] in ("pandas",
+                                                                               "datasets"):
+        return "row", "jsonl"
+    return "dialogue", "dailydialog"
+
+
+def plan_decontaminate_outputs(outputs: Outputs, out: str | os.PathLike, unit: str,
+                               fmt: str) -> list[str]:
+    """Plan (in ``outputs``) the files :func:`write_decontaminated` writes into ``out``."""
+    d = outputs.directory(out)
+    return [outputs.file_in(d, _output_name(unit, fmt)), outputs.file_in(d, "report.json")]
+
+
+def decontaminate(
+    train: Any,
+    evals: Mapping[str, Any],
+    out: str | os.PathLike | None = None,
+    *,
+    fields: Sequence[str] | str | None = None,
+    fmt: str | None = None,
+    threshold: float = 0.8,
+    dedup_train: bool = True,
+    dedup_threshold: float | None = None,
+    keep: str = "most-overlapped",
+    at: Any = AT,
+    tokenizer: Tokenizer = "wordpunct",
+    ngram: int = 1,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+    log: Log | None = None,
+    overwrite: bool = False,
+) -> DecontaminationResult:
+    """Remove from train what overlaps the (fixed) eval splits, then dedup train.
+
+    Parameters
+    ----------
+    train : file path, table or dialogues
+        A CSV/TSV/JSONL/Parquet file or a table (dict of columns, pandas
+        DataFrame, ``datasets.Dataset``): a unit is a row, compared on
+        ``fields``.  A DailyDialog ``.txt`` file or a list of dialogues: a unit
+        is a dialogue (the token set of all its utterances).
+    evals : mapping of split name to file path, table or dialogues
+        The fixed eval splits (e.g. ``{"valid": "dev.csv", "test": "test.csv"}``),
+        of the same kind and fields as train; read, never written.  They need
+        not have train's other columns (a test set without labels is fine).
+    out : folder path, optional
+        When given, :func:`write_decontaminated` writes the cleaned train and
+        ``report.json`` there (checked before any work: never an input, never
+        inside an input folder, empty unless ``overwrite``).
+    fields : sequence of str or comma-separated str, optional
+        Compared columns of tables (default ``("context", "response")``).
+    fmt : str, optional
+        Format of the files (default: from each extension).
+    threshold : float in [0, 1], default 0.8
+        A train unit whose best match in any eval split scores **at least**
+        this is removed.
+    dedup_train : bool, default True
+        Then deduplicate the remaining train units.
+    dedup_threshold : float in [0, 1], optional
+        Dedup threshold (a unit goes when its ratio to one still present is
+        strictly greater); default ``threshold``.
+    keep : {"most-overlapped", "first"}, default "most-overlapped"
+        Which train unit of near-duplicates stays (as in :func:`overlap.pipeline.clean`).
+    at : thresholds of the before/after summaries, default (0.5, 0.8, 1.0)
+    tokenizer, ngram, n_threads, progress
+        As in :func:`overlap.pipeline.scan`.
+    log : callable, optional
+        Receives one line of text as each step starts.
+    overwrite : bool, default False
+
+    Returns
+    -------
+    DecontaminationResult
+    """
+    threshold = check_unit_interval(threshold, "threshold")
+    if not isinstance(dedup_train, bool):
+        raise TypeError(f"dedup_train must be a bool, got {type_name(dedup_train)}")
+    dthr = (threshold if dedup_threshold is None
+            else check_unit_interval(dedup_threshold, "dedup_threshold"))
+    if keep not in KEEP:
+        raise ValueError(f"keep must be one of {', '.join(KEEP)}, got {keep!r}")
+    ts = parse_thresholds(at)
+    evals = _check_evals(evals)
+    if log is not None and not callable(log):
+        raise TypeError(f"log must be callable or None, got {type_name(log)}")
+    nt = effective_n_threads(n_threads)
+    say = log or (lambda _msg: None)
+    outputs = None
+    if out is not None:
+        unit0, fmt0 = decontaminate_layout(train, fmt)
+        outputs = Outputs([os.fspath(v) for v in [train, *evals.values()]
+                           if isinstance(v, (str, os.PathLike))], overwrite=overwrite)
+        plan_decontaminate_outputs(outputs, out, unit0, fmt0)
+        outputs.check()
+    timing: dict[str, float] = {}
+
+    def timed(step: str, t0: float) -> None:
+        timing[step] = round(time.perf_counter() - t0, 4)
+
+    t0 = time.perf_counter()
+    say("read: train and the eval splits")
+    splits: dict[str, _Split] = {}
+    kinds = {_read_split(train, fields, fmt, splits, "train")}
+    for k, v in evals.items():
+        kinds.add(_read_split(v, fields, fmt, splits, k))
+    if len(kinds) > 1:
+        raise ValueError("train and the eval splits must be of the same kind (all DailyDialog "
+                         "dialogues or all tables)")
+    kind = kinds.pop()
+    for sp in splits.values():
+        sp.n = len(sp.units) if kind == "dialogue" else len(sp.columns[0])
+    if kind == "row" and len({len(sp.columns) for sp in splits.values()}) > 1:
+        raise ValueError("train and the eval splits must have the same fields")
+    timed("read", t0)
+
+    t0 = time.perf_counter()
+    say("tokenize: train and the eval splits")
+    opts: dict[str, Any] = {"tokenizer": tokenizer, "ngram": ngram, "n_threads": nt}
+    tok: dict[str, tuple] = {}
+    for k, sp in splits.items():
+        if kind == "dialogue":
+            tok[k] = (TokenSets.from_texts([" ".join(d) for d in sp.units], **opts),)
+        else:
+            tok[k] = tokenize_fields(list(sp.columns), k, **opts)
+    timed("tokenize", t0)
+
+    n = splits["train"].n
+    t0 = time.perf_counter()
+    what = "dialogues" if kind == "dialogue" else "rows"
+    say(f"scan: {n:,} train {what} against " +
+        ", ".join(f"{k} ({splits[k].n:,})" for k in evals))
+    best_score = np.zeros(n)
+    best_index = np.full(n, -1, dtype=np.int64)
+    best_split_id = np.full(n, -1, dtype=np.int64)
+    names = list(evals)
+    before: dict[str, OverlapSummary] = {}
+    for s, k in enumerate(names):
+        if splits[k].n == 0 or n == 0:
+            before[k] = summarize(np.zeros(splits[k].n), ts)
+            continue
+        m = max_overlap(tok["train"], tok[k], n_threads=nt, progress=progress)
+        better = m.score > best_score  # ties stay with the split given first
+        best_score[better], best_index[better] = m.score[better], m.index[better]
+        best_split_id[better] = s
+        before[k] = summarize(max_overlap(tok[k], tok["train"], n_threads=nt,
+                                          progress=progress).score, ts)
+    timed("scan", t0)
+
+    overlap_mask = (best_score >= threshold) & (best_index >= 0)  # never for no match
+    rest = np.flatnonzero(~overlap_mask)
+    keep_mask = ~overlap_mask
+    dd: DedupResult | None = None
+    dup_of = np.full(n, -1, dtype=np.int64)
+    t0 = time.perf_counter()
+    if dedup_train:
+        say(f"dedup: {rest.size:,} train {what} at threshold {dthr:g} (keep {keep})")
+        units = tuple(t.take(rest) for t in tok["train"])
+        if keep == "first":
+            dd = _dedup_first(units, dthr, nt, progress)
+        else:
+            dd = dedup(units, threshold=dthr, n_threads=nt, progress=progress)
+        gone = np.flatnonzero(~dd.keep)
+        keep_mask[rest[gone]] = False
+        dup_of[rest[gone]] = rest[dd.kept_for[gone]]
+    timed("dedup", t0)
+
+    t0 = time.perf_counter()
+    say("scan: the eval splits against the cleaned train")
+    kept_idx = np.flatnonzero(keep_mask)
+    kept_tok = tuple(t.take(kept_idx) for t in tok["train"])
+    after = {}
+    for k in names:
+        sc = (max_overlap(tok[k], kept_tok, n_threads=nt, progress=progress).score
+              if splits[k].n and kept_idx.size else np.zeros(splits[k].n))
+        after[k] = summarize(sc, ts)
+    timed("scan_after", t0)
+
+    dups = np.flatnonzero(dup_of >= 0)
+    dup_scores = (ratio(tuple(t.take(dups) for t in tok["train"]),
+                        tuple(t.take(dup_of[dups]) for t in tok["train"]), n_threads=nt)
+                  if dups.size else np.zeros(0))
+    dup_score = dict(zip(dups.tolist(), dup_scores.tolist()))
+    best_split = [names[s] if s >= 0 else None for s in best_split_id.tolist()]
+    reason: list = [None] * n
+    removed_units = []
+    tr = splits["train"]
+    for i in np.flatnonzero(~keep_mask).tolist():
+        ks: str
+        if overlap_mask[i]:
+            ks, kf, why = str(best_split[i]), int(best_index[i]), float(best_score[i])
+            reason[i] = "eval-overlap"
+        else:
+            ks, kf, why = "train", int(dup_of[i]), float(dup_score[i])
+            reason[i] = "train-duplicate"
+        removed_units.append({
+            "split": "train", "index": i, "reason": reason[i], "kept_split": ks,
+            "kept_for": kf, "score": why, "text": _unit_text(kind, tr, i),
+            "kept_text": _unit_text(kind, splits[ks], kf),
+        })
+    n_overlap = int(overlap_mask.sum())
+    n_dup = int(dups.size)
+    report = DecontaminationReport(
+        settings=DecontaminationSettings(
+            threshold, dthr if dedup_train else None, keep,
+            tuple(fields.split(",")) if isinstance(fields, str)
+            else tuple(fields or (() if kind == "dialogue" else ("context", "response"))),
+            tokenizer if isinstance(tokenizer, str) else "callable", ngram, nt, ts),
+        unit=kind,
+        inputs={k: {"units": sp.n, **({"path": sp.path} if sp.path else {})}
+                for k, sp in splits.items()},
+        before=before, after=after,
+        removed={"eval-overlap": n_overlap, "train-duplicate": n_dup,
+                 "total": n_overlap + n_dup,
+                 "by_eval_split": {k: int(((best_split_id == s) & overlap_mask).sum())
+                                   for s, k in enumerate(names)}},
+        kept=int(kept_idx.size),
+        dedup={"passes": dd.passes if dd is not None else 0,
+               "pairs_above_threshold": dd.n_edges if dd is not None else 0},
+        removed_units=removed_units, timing_s=timing,
+    )
+    cleaned = ([tr.units[i] for i in kept_idx.tolist()] if kind == "dialogue"
+               else _take_rows(tr.units, kept_idx))
+    out_fmt = "dailydialog" if kind == "dialogue" else (tr.fmt if tr.fmt in _EXT else "jsonl")
+    result = DecontaminationResult(kind, cleaned, keep_mask, reason, best_score, best_index,
+                                   best_split, dd, before, after, report, out_fmt)
+    if outputs is not None and out is not None:
+        with outputs:
+            write_decontaminated(out, result, outputs=outputs)
+    return result
+
+
+def write_decontaminated(out: str | os.PathLike, result: DecontaminationResult, *,
+                         overwrite: bool = False, outputs: Outputs | None = None) -> list[str]:
+    """Write the cleaned train and ``report.json`` into folder ``out``.
+
+    The train file is ``train.EXT`` in train's format with every column
+    (``dialogues_train.txt`` for DailyDialog input; JSONL for in-memory
+    tables).  Both files are written to temporary names and renamed together
+    at the end, so a failure leaves neither.  Eval splits are never written.
+
+    Parameters
+    ----------
+    out : folder path
+        Must be empty unless ``overwrite``.
+    result : DecontaminationResult
+    overwrite : bool, default False
+    outputs : Outputs, optional
+        Planned by the caller (with :func:`plan_decontaminate_outputs`), who
+        commits it; ``overwrite`` is then ignored.
+
+    Returns
+    -------
+    list of str
+        The paths written (also stored in ``result.files``).
+    """
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
+    if not isinstance(result, DecontaminationResult):
+        raise TypeError(f"result must be a DecontaminationResult, got {type_name(result)}")
+    own = outputs is None
+    if outputs is None:
+        outputs = Outputs(overwrite=overwrite)
+        plan_decontaminate_outputs(outputs, out, result.unit, result.format)
+        outputs.check()
+    d = os.fspath(out)
+    files = []
+    try:
+        p = os.path.join(d, _output_name(result.unit, result.format))
+        if result.unit == "dialogue":
+            write_dialogues(outputs.stage(p), result.train)
+        else:
+            write_table(outputs.stage(p), result.train, result.format)
+        files.append(p)
+        p = os.path.join(d, "report.json")
+        with open(outputs.stage(p), "w", encoding="utf-8") as fh:
+            json.dump(result.report.as_dict(), fh, indent=2, ensure_ascii=False)
+            fh.write("\n")
+        files.append(p)
+    except BaseException:
+        if own:
+            outputs.abort()
+        raise
+    if own:
+        outputs.commit()
+    result.files[:] = files
+    return files
