@@ -283,3 +283,29 @@ def test_non_utf8_shard_name_is_refused_before_reading(tmp_path):
             cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "not valid UTF-8" in r.stderr and "part-" in r.stderr
+
+
+@pytest.mark.data
+def test_intl_is_wordpunct_on_dailydialog(dailydialog_dir):
+    """The default tokenizer leaves the published DailyDialog figures unchanged."""
+    from overlap.pipeline.dialogue import make_samples, read_dialogues
+
+    s = make_samples(read_dialogues(dailydialog_dir / "dialogues_train.txt"))
+    texts = s.context + s.response
+    assert len(texts) == 152_106
+    a, b = TokenSets.from_texts(texts, "wordpunct"), TokenSets.from_texts(texts, "intl")
+    assert (a.indptr == b.indptr).all() and (a.hashes == b.hashes).all()
+
+
+@pytest.mark.data
+def test_mint_chinese_self_scan_figures(shared_data):
+    """The figures docs/tokenizers.md quotes: MINT train against itself, Chinese rows >= 0.5."""
+    train = shared_data / "mint" / "train.csv"
+    if not train.is_file():
+        pytest.skip("needs mint/train.csv in ../shared/data")
+    pd = pytest.importorskip("pandas")
+    df = pd.read_csv(train, keep_default_na=False)
+    zh = (df.language == "Chinese").to_numpy()
+    got = {tok: int((scan(df, tokenizer=tok).score[zh] >= 0.5).sum())
+           for tok in ("wordpunct", "intl")}
+    assert zh.sum() == 1596 and got == {"wordpunct": 688, "intl": 163}
