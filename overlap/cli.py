@@ -18,6 +18,10 @@ __all__ = ["main", "build_parser"]
 
 PROG = "overlap"
 
+FIELDS_HELP = ("comma-separated columns compared; the ratio of two samples is the minimum "
+               "over them (default: context,response when the table has both, else text, "
+               "else its one text-like column; DailyDialog: context,response)")
+
 
 class UsageError(Exception):
     """Bad usage or input found by the CLI itself (exit code 2)."""
@@ -269,6 +273,23 @@ def _thresholds(text: str) -> tuple:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _fields(text: str) -> list[str]:
+    names = [f.strip() for f in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated column names, got {text!r}")
+    if len(set(names)) != len(names):
+        raise argparse.ArgumentTypeError(f"a column is named twice in {text!r}")
+    return names
+
+
+def _line_bytes(text: str) -> int:
+    n = _count(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
 def _tokenizer_names() -> list[str]:
     from . import TOKENIZERS
 
@@ -278,7 +299,9 @@ def _tokenizer_names() -> list[str]:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``overlap`` command."""
     from . import __version__
+    from ._lines import MAX_LINE_BYTES
     from .pipeline.report import AT
+    from .pipeline.scanning import DEFAULT_TOKENIZER
     from .pipeline.steps import KEEP
     from .pipeline.tables import FORMATS
     from .stream_readers import STREAM_FORMATS
@@ -298,18 +321,24 @@ def build_parser() -> argparse.ArgumentParser:
                         help="create missing folders above the outputs (default: refuse an "
                              "output whose folder does not exist)")
     tok = argparse.ArgumentParser(add_help=False)
-    tok.add_argument("--tokenizer", choices=_tokenizer_names(), default="wordpunct",
-                     help="tokenizer preset (default: wordpunct)")
+    tok.add_argument("--tokenizer", choices=_tokenizer_names(), default=DEFAULT_TOKENIZER,
+                     help=f"tokenizer preset (default: {DEFAULT_TOKENIZER}: wordpunct, except "
+                          "that every CJK ideograph, kana and Hangul syllable is a token; "
+                          "wordpunct = the published study's rule, same on other text)")
+    tok.add_argument("--max-line-bytes", type=_line_bytes, default=None, metavar="N",
+                     dest="max_line_bytes",
+                     help="longest line read from any input file, after .gz inflation; a "
+                          f"longer one is an error naming file and line (default: "
+                          f"{MAX_LINE_BYTES:,} = 64 MiB)")
     tok.add_argument("--ngram", type=_positive, default=1, metavar="K",
                      help="compare token K-grams (default: 1, single tokens)")
     table = argparse.ArgumentParser(add_help=False)
     table.add_argument("--format", choices=FORMATS, default=None,
-                       help="input format (default: from the extension: .txt = dailydialog, "
-                            ".csv, .tsv, .jsonl/.ndjson, .parquet)")
-    table.add_argument("--fields", default=None, metavar="COLS",
-                       help="comma-separated columns compared; the ratio of two samples is the "
-                            "minimum over them (default: context,response; text with "
-                            "--train-stream)")
+                       help="input format (default: from the extension: .txt = dailydialog "
+                            "when its first non-empty line holds __eou__, else text, one "
+                            "sample a line; .csv, .tsv, .jsonl/.ndjson, .parquet)")
+    table.add_argument("--fields", type=_fields, default=None, metavar="COLS",
+                       help=FIELDS_HELP)
     table.add_argument("--turns", type=_positive, default=1, metavar="K",
                        help="context turns when DailyDialog files are cut into (context, "
                             "response) samples (default: 1)")
@@ -405,9 +434,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write a JSON report: counts and every removed unit with its text "
                         "and the kept unit's")
     u.add_argument("--format", choices=FORMATS, default=None,
-                   help="input format (default: from the extension)")
-    u.add_argument("--fields", default="context,response", metavar="COLS",
-                   help="columns compared for tables (default: context,response)")
+                   help="input format (default: from the extension; a .txt is dailydialog "
+                        "when its first non-empty line holds __eou__, else text)")
+    u.add_argument("--fields", type=_fields, default=None, metavar="COLS",
+                   help=FIELDS_HELP)
     u.set_defaults(func=cmd_dedup)
 
     c = sub.add_parser("clean", parents=[common, writes, tok, at],
@@ -438,9 +468,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="re-split mode: pool the splits, dedup, deal them again (default "
                            "for a folder DIR or --train alone)")
     c.add_argument("--format", choices=FORMATS, default=None,
-                   help="format of the split files (default: from each extension)")
-    c.add_argument("--fields", default="context,response", metavar="COLS",
-                   help="columns compared for tables (default: context,response)")
+                   help="format of the split files (default: from each extension; a .txt is "
+                        "dailydialog when its first non-empty line holds __eou__, else text)")
+    c.add_argument("--fields", type=_fields, default=None, metavar="COLS",
+                   help=FIELDS_HELP)
     c.add_argument("--out", required=True, metavar="DIR2",
                    help="output folder (required; new or empty unless --overwrite; never "
                         "inside an input folder)")
@@ -625,6 +656,8 @@ def _clean_source(args: argparse.Namespace) -> Any:
     if args.directory and files:
         raise UsageError("give either DIR or --train/--valid/--test files, not both")
     if args.directory:
+        if not os.path.exists(args.directory):
+            raise UsageError(f"{args.directory}: no such folder")
         if not os.path.isdir(args.directory):
             raise UsageError(f"{args.directory}: not a directory")
         return args.directory
@@ -788,15 +821,14 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
                        ("--min-score", args.min_score)):
         if value is not None:
             raise UsageError(f"{opt} applies to --train-stream only")
-    fields = [f.strip() for f in (args.fields or "context,response").split(",")]
     inputs = [evalf] + ([args.train] if args.train else [])
     outs = _scan_outputs(args, inputs)
-    res = scan(evalf, args.train, fields=fields, at=args.at, by=args.by, turns=args.turns,
+    res = scan(evalf, args.train, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
                progress=con.progress, log=con.log)
     con.end_step()
     against = f"against {args.train}" if args.train else "against the rest of the file"
-    con.out(f"{evalf} {against} (fields: {', '.join(fields)}; each sample's best match; "
+    con.out(f"{evalf} {against} (fields: {', '.join(res.fields)}; each sample's best match; "
             f"counts of scores >= each threshold)")
     con.out("  " + res.summary.format("eval"))
     if args.train:
@@ -833,7 +865,7 @@ def _scan_outputs(args: argparse.Namespace, inputs: list) -> Any:
     for path in (args.out, args.summary):
         if path:
             if not (path == args.summary and path.lower().endswith(".json")):
-                infer_format(path)
+                infer_format(path, sniff=False)
             outs.file(path)
     if args.plot:
         outs.file(args.plot)
@@ -857,16 +889,15 @@ def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) ->
         shards = shard_paths(corpus, args.stream_format)
     except ValueError as e:  # say it in the command's words
         raise UsageError(str(e).replace("pass fmt=", "give --stream-format")) from None
-    fields = [f.strip() for f in (args.fields or "text").split(",")]
     outs = _scan_outputs(args, [evalf, corpus, *shards])
     chunk_rows = args.chunk_rows or 65536
-    res = scan_corpus(evalf, corpus, fields=fields, at=args.at, by=args.by, turns=args.turns,
+    res = scan_corpus(evalf, corpus, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                       fmt=args.format, corpus_format=args.stream_format, chunk_rows=chunk_rows,
                       min_score=args.min_score or 0.0, tokenizer=args.tokenizer,
                       ngram=args.ngram, n_threads=nt, progress=con.byte_progress, log=con.log)
     con.end_step()
     st = res.stream
-    con.out(f"{evalf} against the stream {corpus} (fields: {', '.join(fields)}; each sample's "
+    con.out(f"{evalf} against the stream {corpus} (fields: {', '.join(res.fields)}; each sample's "
             f"best match; counts of scores >= each threshold)")
     con.out("  " + res.summary.format("eval"))
     con.out(f"  train: {st.n_references:,} samples")
@@ -928,13 +959,16 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from .pipeline.output import Outputs
     from .pipeline.scanning import tokenize_fields
     from .pipeline.steps import dedup_first
-    from .pipeline.tables import infer_format, read_fields, write_table
+    from .pipeline.tables import infer_format, read_named_fields, write_table
     from .search import ratio
     from .tokensets import TokenSets
 
     nt = effective_n_threads(args.threads, "--threads")
     in_fmt = infer_format(args.input, args.format)
-    out_fmt = infer_format(args.out, None) if os.path.splitext(args.out)[1] else in_fmt
+    ext = os.path.splitext(args.out)[1].lower()
+    # a .txt output is written in the input's own .txt form (dialogues or lines)
+    out_fmt = (in_fmt if not ext or (ext == ".txt" and in_fmt in ("dailydialog", "text"))
+               else infer_format(args.out, None, sniff=False))
     if (in_fmt == "dailydialog") != (out_fmt == "dailydialog"):
         raise UsageError(f"{args.out}: a {in_fmt} input must be written as {in_fmt} "
                          f"(got {out_fmt})")
@@ -948,14 +982,15 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
         if not os.path.isfile(args.input):
             raise FileNotFoundError(f"{args.input}: no such file")
         units = read_dialogues(args.input)
+        if not units:
+            raise UsageError(f"{args.input}: no dialogue (0 samples read)")
         texts = [f" {EOU} ".join(u) for u in units]
         con.log("tokenize: dialogues")
         ts: tuple = (TokenSets.from_texts([" ".join(u) for u in units], args.tokenizer,
                                           args.ngram, n_threads=nt),)
         what = "dialogues"
     else:
-        fields = [f.strip() for f in args.fields.split(",")]
-        cols, table = read_fields(args.input, fields, in_fmt)
+        _, cols, table = read_named_fields(args.input, args.fields, in_fmt)
         texts = [" | ".join(x) for x in zip(*cols)]
         con.log("tokenize: the fields")
         ts = tokenize_fields(cols, "fields", tokenizer=args.tokenizer, ngram=args.ngram,
@@ -1025,8 +1060,11 @@ def _run(argv: Sequence[str] | None) -> int:
         return int(e.code or 0)
     con = Console(quiet=args.quiet)
     con.hold_output()
+    from ._lines import line_limit
+
     try:
-        code = int(args.func(args, con))
+        with line_limit(getattr(args, "max_line_bytes", None)):
+            code = int(args.func(args, con))
     except KeyboardInterrupt:
         con.close_bar()
         _write(sys.stderr, f"{PROG}: interrupted\n")

@@ -3,7 +3,12 @@
 A *source* is one file or a directory of shards.  Files are JSONL (``.jsonl``,
 ``.ndjson``), CSV/TSV (``.csv``, ``.tsv``), Parquet (``.parquet``, ``.pq``) or
 plain text with one sample per line (``.txt``, ``.text``; the field is called
-``"text"``); JSONL, CSV/TSV and text may be gzip-compressed (``.gz``).  A
+``"text"``) or DailyDialog (a ``.txt`` whose first non-empty line holds
+``__eou__``: one dialogue a line, cut into ``context``/``response`` samples,
+the rule of :func:`overlap._lines.text_file_kind` that every reader follows);
+JSONL, CSV/TSV and text may be gzip-compressed (``.gz``).  A line longer than
+``max_line_bytes`` (default 64 MiB) is refused with its file and line before
+it is held in memory, and a source that gives no row at all is an error.  A
 directory is read shard by shard in sorted file-name order, skipping files
 whose format cannot be told from the name; rows are numbered globally in that
 order, starting at 0.
@@ -17,19 +22,19 @@ Parquet shard is read).
 from __future__ import annotations
 
 import csv
-import gzip
 import importlib
-import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from ._lines import (EOU, bounded_lines, check_path_name, decode_line, json_line,
+                     open_binary, text_file_kind)
 from ._validation import check_int, type_name
 
 __all__ = ["Chunk", "STREAM_FORMATS", "shard_paths", "source_size", "read_chunks"]
 
 #: Formats :func:`read_chunks` understands.
-STREAM_FORMATS = ("jsonl", "csv", "tsv", "parquet", "text")
+STREAM_FORMATS = ("jsonl", "csv", "tsv", "parquet", "text", "dailydialog")
 
 _EXT = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
@@ -75,6 +80,15 @@ def _format_of(path: str, fmt: str | None) -> str | None:
     return _EXT.get(os.path.splitext(name)[1].lower())
 
 
+def _read_format(path: str, fmt: str | None) -> str:
+    """The format a shard is read as: a ``.txt`` holding ``__eou__`` is DailyDialog."""
+    f = _format_of(path, fmt)
+    if fmt is None and f == "text" and os.path.splitext(
+            path[:-3] if path.endswith(".gz") else path)[1].lower() == ".txt":
+        return text_file_kind(path)
+    return f  # type: ignore[return-value]
+
+
 def shard_paths(source: str | os.PathLike | Sequence, fmt: str | None = None) -> list[str]:
     """The files of ``source`` in reading order.
 
@@ -96,6 +110,8 @@ def shard_paths(source: str | os.PathLike | Sequence, fmt: str | None = None) ->
                 if os.path.isfile(os.path.join(path, f)) and _format_of(f, fmt) is not None
                 and not f.startswith(".")
             )
+            for f in files:
+                check_path_name(f)
             if not files:
                 raise ValueError(
                     f"source: {path} holds no file with a known extension "
@@ -108,6 +124,7 @@ def shard_paths(source: str | os.PathLike | Sequence, fmt: str | None = None) ->
     else:
         raise TypeError(f"source must be a path or a list of paths, got {type_name(source)}")
     for p in items:
+        check_path_name(p)
         if not os.path.isfile(p):
             raise ValueError(f"source: {p} is not a file or directory")
         if _format_of(p, fmt) is None:
@@ -124,14 +141,20 @@ def source_size(source, fmt: str | None = None) -> int:
 
 
 class _CountingLines:
-    """Decoded lines of a (possibly gzip) file, counting the raw bytes consumed."""
+    """Decoded lines of a (possibly gzip) file, counting the raw bytes consumed.
 
-    def __init__(self, path: str) -> None:
+    Lines are read with a bounded ``readline``: one longer than
+    ``max_line_bytes`` is an error naming file and line, never a huge string.
+    """
+
+    def __init__(self, path: str, max_line_bytes: int | None = None) -> None:
         self.path = path
-        self.raw = open(path, "rb")
-        self.stream = gzip.GzipFile(fileobj=self.raw) if path.endswith(".gz") else self.raw
+        self.stream = open_binary(path)
+        self.raw = getattr(self.stream, "fileobj", None) or self.stream
+        self.limit = max_line_bytes
         self.line = 0
         self.mark = 0
+        self.last_raw = b""
 
     def consumed(self) -> int:
         """Raw bytes read since the previous call."""
@@ -140,14 +163,13 @@ class _CountingLines:
         return done
 
     def __iter__(self) -> Iterator[str]:
-        for b in self.stream:
+        for b in bounded_lines(self.stream, self.path, self.limit):
             self.line += 1
-            try:
-                yield b.decode("utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{self.path}:{self.line}: not UTF-8 ({e.reason})") from None
+            self.last_raw = b
+            yield decode_line(b, self.path, self.line)
 
     def close(self) -> None:
+        self.stream.close()
         self.raw.close()
 
 
@@ -155,10 +177,7 @@ def _rows_jsonl(src: _CountingLines, fields: list[str]) -> Iterator[tuple]:
     for text in src:
         if not text.strip():
             continue
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{src.path}:{src.line}: invalid JSON ({e.msg})") from None
+        obj = json_line(src.last_raw, text, src.path, src.line)
         if not isinstance(obj, dict):
             raise ValueError(f"{src.path}:{src.line}: expected a JSON object, got "
                              f"{type(obj).__name__}")
@@ -183,6 +202,26 @@ def _rows_text(src: _CountingLines, fields: list[str]) -> Iterator[tuple]:
         yield (text.rstrip("\r\n"),)
 
 
+def _rows_dailydialog(src: _CountingLines, fields: list[str], turns: int) -> Iterator[tuple]:
+    """(context, response) samples of every dialogue line, as ``make_samples`` cuts them."""
+    bad = [f for f in fields if f not in ("context", "response")]
+    if bad:
+        raise ValueError(f"{src.path}: a DailyDialog file has fields context and response, "
+                         f"not {', '.join(bad)}")
+    for text in src:
+        if src.line == 1 and text.startswith("\ufeff"):
+            text = text[1:]
+        for part in text.replace("\r\n", "\n").split("\r"):
+            if not part.strip():
+                continue
+            utts = [u.strip() for u in part.split(EOU) if u.strip()]
+            if not utts:
+                raise ValueError(f"{src.path}:{src.line}: no utterance on this line")
+            for t in range(1, len(utts)):
+                sample = {"context": " ".join(utts[max(0, t - turns):t]), "response": utts[t]}
+                yield tuple(sample[f] for f in fields)
+
+
 def _rows_csv(src: _CountingLines, fields: list[str], delimiter: str) -> Iterator[tuple]:
     reader = csv.reader(src, delimiter=delimiter)
     try:
@@ -202,13 +241,16 @@ def _rows_csv(src: _CountingLines, fields: list[str], delimiter: str) -> Iterato
         yield tuple(rec[c] for c in cols)
 
 
-def _chunks_lines(path, fmt, fields, chunk_rows, first_row) -> Iterator[Chunk]:
-    src = _CountingLines(path)
+def _chunks_lines(path, fmt, fields, chunk_rows, first_row, turns=1,
+                  max_line_bytes=None) -> Iterator[Chunk]:
+    src = _CountingLines(path, max_line_bytes)
     try:
         if fmt == "jsonl":
             rows = _rows_jsonl(src, fields)
         elif fmt == "text":
             rows = _rows_text(src, fields)
+        elif fmt == "dailydialog":
+            rows = _rows_dailydialog(src, fields, turns)
         else:
             rows = _rows_csv(src, fields, "," if fmt == "csv" else "\t")
         buf: list[tuple] = []
@@ -270,6 +312,8 @@ def read_chunks(
     *,
     fmt: str | None = None,
     chunk_rows: int = 65536,
+    turns: int = 1,
+    max_line_bytes: int | None = None,
 ) -> Iterator[Chunk]:
     """Yield the rows of ``source`` as :class:`Chunk` objects of at most ``chunk_rows``.
 
@@ -285,12 +329,24 @@ def read_chunks(
     chunk_rows : int, default 65536
         Rows per chunk (a chunk never spans two shards, so a shard's last
         chunk may be shorter).
+    turns : int, default 1
+        Context turns of the samples cut from DailyDialog shards.
+    max_line_bytes : int, optional
+        Longest line read, after gzip inflation (default 64 MiB,
+        :data:`overlap._lines.MAX_LINE_BYTES`, or the limit set with
+        :func:`overlap._lines.line_limit`); a longer one is a ValueError
+        naming file and line.
 
     Yields
     ------
     Chunk
         In global row order; every shard yields at least one (possibly empty)
         chunk, so byte progress reaches the total.
+
+    Raises
+    ------
+    ValueError
+        Bad input (with file and line), or a source that gives no row at all.
     """
     if fields is None:
         fields = [_TEXT_FIELD]
@@ -303,14 +359,18 @@ def read_chunks(
         if len(set(fields)) != len(fields):
             raise ValueError(f"fields has repeats: {fields!r}")
     chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
+    turns = check_int(turns, "turns", minimum=1)
     paths = shard_paths(source, fmt)
     first_row = 0
     for path in paths:
-        f = _format_of(path, fmt)
+        f = _read_format(path, fmt)
         if f == "parquet":
             gen = _chunks_parquet(path, fields, chunk_rows, first_row)
         else:
-            gen = _chunks_lines(path, f, fields, chunk_rows, first_row)
+            gen = _chunks_lines(path, f, fields, chunk_rows, first_row, turns, max_line_bytes)
         for chunk in gen:
             yield chunk
             first_row += chunk.n_rows
+    if first_row == 0:
+        what = paths[0] if len(paths) == 1 else f"{len(paths)} shard files"
+        raise ValueError(f"{what}: no rows (0 samples read)")

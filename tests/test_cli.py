@@ -235,7 +235,11 @@ def test_clean_folder(corpus_dir, tmp_path):
 def test_clean_missing_folder_exits_2(tmp_path):
     r = run("clean", "nope", "--out", "o", cwd=tmp_path)
     assert r.returncode == 2
-    assert r.stderr.strip() == "overlap: error: nope: not a directory"
+    assert r.stderr.strip() == "overlap: error: nope: no such folder"
+    (tmp_path / "f.txt").write_text("a __eou__ b __eou__\n")
+    r = run("clean", "f.txt", "--out", "o", cwd=tmp_path)
+    assert r.returncode == 2
+    assert r.stderr.strip() == "overlap: error: f.txt: not a directory"
 
 
 def test_help_and_version(tmp_path):
@@ -585,8 +589,9 @@ def test_scan_mint_by_language_counts_the_exact_boundary(shared_data, tmp_path):
         rows = list(csv.DictReader(fh))
     with open(train, newline="", encoding="utf-8") as fh:
         train_texts = [x["text"] for x in csv.DictReader(fh)]
-    score = max_overlap(TokenSets.from_texts([x["text"] for x in rows]),
-                        TokenSets.from_texts(train_texts)).score
+    # the command's default tokenizer is intl (one token per CJK character)
+    score = max_overlap(TokenSets.from_texts([x["text"] for x in rows], "intl"),
+                        TokenSets.from_texts(train_texts, "intl")).score
     assert (score == 0.8).sum() > 0  # boundary ties exist in this data, and count below
     with open(tmp_path / "g.csv", newline="", encoding="utf-8") as fh:
         got = {x["language"]: x for x in csv.DictReader(fh)}

@@ -85,8 +85,11 @@ def test_find_split_files_accepts_both_namings(tmp_path, names):
 
 
 def test_find_split_files_errors(tmp_path):
-    with pytest.raises(ValueError, match="not a directory"):
+    with pytest.raises(ValueError, match="missing: no such folder"):
         find_split_files(tmp_path / "missing")
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match="f: not a directory"):
+        find_split_files(tmp_path / "f")
     write_dialogues(tmp_path / "test.txt", [["a"]])
     with pytest.raises(ValueError, match="no train file"):
         find_split_files(tmp_path)

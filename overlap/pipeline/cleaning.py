@@ -27,9 +27,9 @@ from .dialogue import (EOU, SPLIT_FILE_NAMES, SPLITS, find_split_files, read_dia
                        write_dialogues)
 from .output import Outputs
 from .report import AT, CleanReport, CleanSettings, DedupCounts, parse_thresholds
-from .scanning import Log, scan, tokenize_fields
+from .scanning import DEFAULT_TOKENIZER, Log, scan, tokenize_fields
 from .steps import KEEP, _dedup_first, _exact_duplicate_masks, flatten, resplit
-from .tables import infer_format, read_fields, write_table
+from .tables import infer_format, read_named_fields, write_table
 
 __all__ = ["CleanResult", "clean", "write_clean", "plan_clean_outputs", "clean_layout",
            "SPLIT_FILE_NAMES"]
@@ -83,35 +83,45 @@ class _Split:
     fmt: str = "jsonl"
 
 
-def _read_split(v: Any, fields: Any, fmt: str | None, out: dict, k: str) -> str:
-    """Read one split (a file, a table or dialogues) into ``out[k]``; returns its unit kind."""
+def _read_split(v: Any, fields: Any, fmt: str | None, out: dict, k: str,
+                field_names: dict | None = None) -> str:
+    """Read one split (a file, a table or dialogues) into ``out[k]``; returns its unit kind.
+
+    The compared fields of a table (named, or inferred when ``fields`` is None)
+    go to ``field_names[k]``.
+    """
+    names = None
     if isinstance(v, (str, os.PathLike)):
         f = infer_format(v, fmt)
         p = os.fspath(v)
         if f == "dailydialog":
             if not os.path.isfile(p):
                 raise FileNotFoundError(f"{p}: no such file")
-            out[k] = _Split(read_dialogues(p), [], 0, p, f)
+            out[k] = _Split(_dialogues_of(p), [], 0, p, f)
             return "dialogue"
-        cols, table = read_fields(p, fields or ("context", "response"), f)
+        names, cols, table = read_named_fields(p, fields, f)
         out[k] = _Split(table, cols, 0, p, f)
-        return "row"
-    if isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
-        cols, table = read_fields(v, fields or ("context", "response"))
+    elif isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
+        names, cols, table = read_named_fields(v, fields)
         out[k] = _Split(table, cols, 0)
-        return "row"
-    if isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
+    elif isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
         raise TypeError(f"source[{k!r}] must be a file path, a table or a list of dialogues, "
                         f"got {type_name(v)}")
-    out[k] = _Split(list(v), [], 0)
-    return "dialogue"
+    else:
+        out[k] = _Split(list(v), [], 0)
+        return "dialogue"
+    if field_names is not None:
+        field_names[k] = names
+    return "row"
 
 
 def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, dict]:
     """(unit kind, split name -> _Split) of a folder, a mapping of dialogues or of files."""
     if isinstance(source, (str, os.PathLike)):
         paths = find_split_files(source)
-        splits = {k: read_dialogues(p) for k, p in paths.items()}
+        if any(infer_format(p, fmt) != "dailydialog" for p in paths.values()):
+            return _read_clean_source(paths, fields, fmt)  # plain text: one sample a line
+        splits = {k: _dialogues_of(p) for k, p in paths.items()}
         return "dialogue", {k: _Split(d, [], len(d), paths[k], "dailydialog")
                             for k, d in splits.items()}
     if not isinstance(source, Mapping):
@@ -124,10 +134,11 @@ def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, 
         raise ValueError("source must hold a 'train' split")
     out: dict[str, _Split] = {}
     kinds = set()
+    field_names: dict[str, list] = {}
     for k in SPLITS:
         if k not in source:
             continue
-        kinds.add(_read_split(source[k], fields, fmt, out, k))
+        kinds.add(_read_split(source[k], fields, fmt, out, k, field_names))
     if len(kinds) > 1:
         raise ValueError("source: every split must be of the same kind (all DailyDialog "
                          "dialogues or all tables)")
@@ -136,8 +147,10 @@ def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, 
         sp.n = len(sp.units) if kind == "dialogue" else len(sp.columns[0])
     if kind == "row":
         widths = {len(sp.columns) for sp in out.values()}
-        if len(widths) > 1:
-            raise ValueError("source: every split must have the same fields")
+        if len(widths) > 1 or len({tuple(v) for v in field_names.values()}) > 1:
+            got = "; ".join(f"{k}: {', '.join(v)}" for k, v in field_names.items())
+            raise ValueError(f"source: every split must have the same fields ({got}); name "
+                             "them with --fields")
     return kind, out
 
 
@@ -192,6 +205,14 @@ def _moved_rows(kind: str, original: dict, names: list, origin: np.ndarray,
     return moved
 
 
+def _dialogues_of(path: str) -> list:
+    """The dialogues of a DailyDialog file; a file with none is an error naming it."""
+    dialogues = read_dialogues(path)
+    if not dialogues:
+        raise ValueError(f"{path}: no dialogue (0 samples read)")
+    return dialogues
+
+
 def _take_rows(table: dict, idx: np.ndarray) -> dict:
     ix = idx.tolist()
     return {c: [v[i] for i in ix] for c, v in table.items()}
@@ -209,7 +230,10 @@ def clean_layout(source: Any, fmt: str | None = None) -> tuple[str, dict[str, st
     For planning the output files (:func:`plan_clean_outputs`) before any work.
     """
     if isinstance(source, (str, os.PathLike)):
-        return "dialogue", {}
+        paths = find_split_files(source)
+        if all(infer_format(p, fmt) == "dailydialog" for p in paths.values()):
+            return "dialogue", {}
+        source = paths
     if not isinstance(source, Mapping):
         raise TypeError("source must be a folder path or a mapping of split name to "
                         f"dialogues, files or tables, got {type_name(source)}")
@@ -264,7 +288,7 @@ def clean(
     turns: int = 1,
     seed: int = 0,
     at: Any = AT,
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -289,7 +313,8 @@ def clean(
         any work: it must not be an input or inside an input folder, must be
         writable, and must be empty unless ``overwrite``.
     fields : sequence of str or comma-separated str, optional
-        Compared columns of tables (default ``("context", "response")``).
+        Compared columns of tables; default as in :func:`scan` (``context``
+        and ``response``, else ``text``, else the one text-like column).
     fmt : str, optional
         Format of the files (default: from each extension).
     threshold : float in [0, 1], default 0.8

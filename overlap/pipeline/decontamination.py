@@ -39,7 +39,7 @@ from .cleaning import _EXT, _Split, _read_split, _take_rows, _unit_text
 from .dialogue import SPLIT_FILE_NAMES, write_dialogues
 from .output import Outputs
 from .report import AT, OverlapSummary, parse_thresholds, summarize
-from .scanning import Log, tokenize_fields
+from .scanning import DEFAULT_TOKENIZER, Log, tokenize_fields
 from .steps import KEEP, _dedup_first
 from .tables import infer_format, write_table
 
@@ -218,7 +218,7 @@ def decontaminate(
     dedup_threshold: float | None = None,
     keep: str = "most-overlapped",
     at: Any = AT,
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -243,7 +243,9 @@ def decontaminate(
         ``report.json`` there (checked before any work: never an input, never
         inside an input folder, empty unless ``overwrite``).
     fields : sequence of str or comma-separated str, optional
-        Compared columns of tables (default ``("context", "response")``).
+        Compared columns of tables.  Default: ``context`` and ``response`` when
+        the tables have both, else ``text``, else their one text-like column
+        (see :func:`overlap.pipeline.tables.infer_fields`).
     fmt : str, optional
         Format of the files (default: from each extension).
     threshold : float in [0, 1], default 0.8
@@ -295,17 +297,20 @@ def decontaminate(
     t0 = time.perf_counter()
     say("read: train and the eval splits")
     splits: dict[str, _Split] = {}
-    kinds = {_read_split(train, fields, fmt, splits, "train")}
+    field_names: dict[str, list] = {}
+    kinds = {_read_split(train, fields, fmt, splits, "train", field_names)}
     for k, v in evals.items():
-        kinds.add(_read_split(v, fields, fmt, splits, k))
+        kinds.add(_read_split(v, fields, fmt, splits, k, field_names))
     if len(kinds) > 1:
         raise ValueError("train and the eval splits must be of the same kind (all DailyDialog "
                          "dialogues or all tables)")
     kind = kinds.pop()
     for sp in splits.values():
         sp.n = len(sp.units) if kind == "dialogue" else len(sp.columns[0])
-    if kind == "row" and len({len(sp.columns) for sp in splits.values()}) > 1:
-        raise ValueError("train and the eval splits must have the same fields")
+    if kind == "row" and len({tuple(v) for v in field_names.values()}) > 1:
+        got = "; ".join(f"{k}: {', '.join(v)}" for k, v in field_names.items())
+        raise ValueError(f"train and the eval splits must have the same fields ({got}); "
+                         "name them with --fields (fields=)")
     timed("read", t0)
 
     t0 = time.perf_counter()
@@ -397,8 +402,7 @@ def decontaminate(
     report = DecontaminationReport(
         settings=DecontaminationSettings(
             threshold, dthr if dedup_train else None, keep,
-            tuple(fields.split(",")) if isinstance(fields, str)
-            else tuple(fields or (() if kind == "dialogue" else ("context", "response"))),
+            tuple(field_names.get("train", ())) if kind == "row" else (),
             tokenizer if isinstance(tokenizer, str) else "callable", ngram, nt, ts),
         unit=kind,
         inputs={k: {"units": sp.n, **({"path": sp.path} if sp.path else {})}

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._lines import bounded_lines, decode_line
 from .._validation import check_int, row_indices, type_name
 from .output import atomic_write
 
@@ -29,30 +30,21 @@ __all__ = [
 EOU = "__eou__"
 
 
-def _bad_utf8_line(path: str | os.PathLike) -> int:
-    """1-based number of the first line that is not valid UTF-8."""
-    with open(path, "rb") as fh:
-        data = fh.read()
-    for lineno, raw in enumerate(data.splitlines(), start=1):
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return lineno
-    return 1
-
-
 def parse_dialogue(line: str) -> list[str]:
     """Split one DailyDialog line into stripped utterances (empty ones dropped)."""
     return [u.strip() for u in line.split(EOU) if u.strip()]
 
 
-def read_dialogues(path: str | os.PathLike) -> list[list[str]]:
+def read_dialogues(path: str | os.PathLike, *,
+                   max_line_bytes: int | None = None) -> list[list[str]]:
     """Read a DailyDialog-style file: one dialogue a line, utterances ended by ``__eou__``.
 
     Parameters
     ----------
     path : str or path-like
         UTF-8 text (a BOM is ignored); blank lines are skipped.
+    max_line_bytes : int, optional
+        Longest line read (default 64 MiB, ``overlap._lines.MAX_LINE_BYTES``).
 
     Returns
     -------
@@ -68,19 +60,22 @@ def read_dialogues(path: str | os.PathLike) -> list[list[str]]:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
     dialogues = []
-    try:
-        with open(path, encoding="utf-8-sig", newline=None) as fh:
-            lines = list(fh)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{os.fspath(path)}:{_bad_utf8_line(path)}: not UTF-8 text "
-                         f"({e.reason})") from None
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        utts = parse_dialogue(line)
-        if not utts:
-            raise ValueError(f"{os.fspath(path)}:{lineno}: no utterance on this line")
-        dialogues.append(utts)
+    p = os.fspath(path)
+    lineno = 0
+    with open(p, "rb") as fh:
+        for raw in bounded_lines(fh, p, max_line_bytes):
+            # universal newlines: \r\n, \n and a lone \r each end a line
+            for part in raw.replace(b"\r\n", b"\n").split(b"\r"):
+                if not part:
+                    continue
+                lineno += 1
+                line = decode_line(part, p, lineno, first=lineno == 1)
+                if not line.strip():
+                    continue
+                utts = parse_dialogue(line)
+                if not utts:
+                    raise ValueError(f"{p}:{lineno}: no utterance on this line")
+                dialogues.append(utts)
     return dialogues
 
 
@@ -207,6 +202,8 @@ def find_split_files(directory: str | os.PathLike) -> dict[str, str]:
     if not isinstance(directory, (str, os.PathLike)):
         raise TypeError(f"directory must be a str or path-like, got {type_name(directory)}")
     d = os.fspath(directory)
+    if not os.path.exists(d):
+        raise ValueError(f"{d}: no such folder")
     if not os.path.isdir(d):
         raise ValueError(f"{d}: not a directory")
     found: dict[str, str] = {}

@@ -22,9 +22,16 @@ from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
-from .tables import _parse_fields, read_fields
+from .tables import read_named_fields, row_labels
 
-__all__ = ["ScanResult", "scan", "tokenize_fields", "TextFields", "Log"]
+#: Default tokenizer of the pipeline and the command line: ``"wordpunct"`` on
+#: text without CJK, kana or Hangul (token for token), and one token per such
+#: character, so Chinese and Japanese text is not one giant token per sentence
+#: (docs/tokenizers.md).  ``overlap.TokenSets.from_texts`` keeps ``"wordpunct"``.
+DEFAULT_TOKENIZER = "intl"
+
+__all__ = ["ScanResult", "scan", "tokenize_fields", "TextFields", "Log",
+           "DEFAULT_TOKENIZER"]
 
 TextFields = Union[Samples, Sequence[Sequence[str]], TokenSets, Sequence[TokenSets]]
 Log = Callable[[str], Any]
@@ -35,7 +42,7 @@ def tokenize_fields(
     data: TextFields,
     name: str = "data",
     *,
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
 ) -> tuple:
@@ -95,20 +102,15 @@ def _is_table_source(x: Any) -> bool:
     return mod in ("pandas", "datasets")
 
 
-def _read_source(source: Any, name: str, fields: Any, fmt: str | None,
-                 turns: int) -> tuple[list, dict | None, list[str] | None]:
-    """(text columns, whole table or None, field names or None) of one scan input."""
+def _read_source(source: Any, name: str, fields: Any, fmt: str | None, turns: int,
+                 max_line_bytes: int | None = None
+                 ) -> tuple[list, dict | None, list[str] | None, list | None]:
+    """(text columns, whole table or None, field names or None, row labels or None)."""
     if not _is_table_source(source):
-        return source, None, None
-    names = _parse_fields(_default_fields(source, fields))  # "a,b" -> ["a", "b"]
-    cols, table = read_fields(source, names, fmt, turns=turns)
-    return cols, table, names
-
-
-def _default_fields(source: Any, fields: Any) -> Any:
-    if fields is not None:
-        return fields
-    return ("context", "response")
+        return source, None, None, None
+    names, cols, table = read_named_fields(source, fields, fmt, turns=turns,
+                                           max_line_bytes=max_line_bytes)
+    return cols, table, names, row_labels(source)
 
 
 @dataclass(frozen=True)
@@ -134,6 +136,10 @@ class ScanResult:
         Every column of the inputs that were tables (ids, labels, language...).
     within : bool
         True for an all-vs-rest scan of one collection (no train).
+    labels, train_labels : list or None
+        The row labels of a pandas DataFrame input (its index) or of a
+        filtered ``datasets.Dataset`` (row numbers in its parent); None when
+        the rows are numbered 0..n-1.
     """
 
     score: np.ndarray
@@ -146,22 +152,57 @@ class ScanResult:
     table: dict | None = None
     train_table: dict | None = None
     within: bool = False
+    labels: list | None = None
+    train_labels: list | None = None
+    index_name: Any = None
 
     def __len__(self) -> int:
         return int(self.score.shape[0])
 
+    def to_pandas(self, input_columns: bool = False) -> Any:
+        """The per-sample result as a pandas DataFrame indexed like the eval input.
+
+        The index is the eval DataFrame's own index (or a filtered Dataset's
+        row numbers; 0..n-1 for other inputs), so ``df.join(res.to_pandas())``
+        puts every score on its row, also for a filtered or shuffled ``df``.
+
+        Parameters
+        ----------
+        input_columns : bool, default False
+            False: only the result columns (``score``, ``train_index`` /
+            ``match_index`` (positions), ``train_label`` / ``match_label`` when
+            the train rows had labels, the match's texts and other train
+            columns), ready to ``join``.  True: every column of
+            :meth:`to_table` but ``eval_index``.
+        """
+        from .._optional import require
+
+        pd = require("pandas", "dataframe", "to_pandas()")
+        table = self.to_table()
+        index = pd.Index(table.pop("eval_index"), name=self.index_name)
+        if not input_columns:
+            drop = set(self.table or ()) | {f"eval_{f}" for f in self.fields}
+            keep = {"score", "train_index", "match_index"}
+            table = {k: v for k, v in table.items() if k in keep or k not in drop}
+        return pd.DataFrame(table, index=index)
+
     def to_table(self) -> dict[str, list]:
         """One row per eval sample: its columns, score, match index and both texts.
 
-        Columns: ``eval_index``; every other column of the eval table (ids,
-        labels, language...); ``score``; ``train_index`` (``match_index`` for an
-        all-vs-rest scan), -1 when nothing overlaps; ``eval_F`` and ``train_F``
-        (``match_F``) for every field, the match's text empty when there is none;
-        and ``train_C`` for every other column of the train table.
+        Columns: ``eval_index`` (the row's label in a DataFrame or filtered
+        Dataset input, else its position); every other column of the eval
+        table (ids, labels, language...); ``score``; ``train_index``
+        (``match_index`` for an all-vs-rest scan), the match's position, -1
+        when nothing overlaps; ``train_label`` (``match_label``), the match's
+        label, when the train input had labels (None when nothing overlaps);
+        ``eval_F`` and ``train_F`` (``match_F``) for every field, the match's
+        text empty when there is none; and ``train_C`` for every other column
+        of the train table.
         """
         other = "match" if self.within else "train"
         idx = self.index.tolist()
-        out: dict[str, list] = {"eval_index": list(range(len(self)))}
+        out: dict[str, list] = {
+            "eval_index": list(self.labels) if self.labels is not None else list(range(len(self)))}
         compared = set(self.fields)
         own = {"eval_index", "score", f"{other}_index"} | \
             {f"eval_{f}" for f in self.fields} | {f"{other}_{f}" for f in self.fields}
@@ -171,6 +212,9 @@ class ScanResult:
                     out[c if c not in own else f"eval_{c}"] = list(v)
         out["score"] = self.score.tolist()
         out[f"{other}_index"] = idx
+        tl = self.labels if self.within else self.train_labels
+        if tl is not None and f"{other}_label" not in out:
+            out[f"{other}_label"] = [tl[j] if j >= 0 else None for j in idx]
         for f, ec, tc in zip(self.fields, self.texts, self.train_texts):
             out[f"eval_{f}"] = list(ec)
             out[f"{other}_{f}"] = [tc[j] if j >= 0 else "" for j in idx]
@@ -191,11 +235,12 @@ def scan(
     by: str | Sequence | None = None,
     turns: int = 1,
     fmt: str | None = None,
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
     progress: ProgressArg = False,
     log: Log | None = None,
+    max_line_bytes: int | None = None,
 ) -> ScanResult:
     """Step 1: every eval sample's max overlap against the training samples.
 
@@ -215,7 +260,10 @@ def scan(
         sample's best match among the *other* samples: duplicates inside one
         split).
     fields : sequence of str or comma-separated str, optional
-        Compared columns of table inputs; default ``("context", "response")``.
+        Compared columns of table inputs; default: ``context`` and
+        ``response`` when the table has both, else ``text``, else its one
+        text-like column (:func:`overlap.pipeline.tables.infer_fields`; with
+        several, a ValueError lists them).
     at : sequence of float in [0, 1] or comma-separated str, default (0.5, 0.8, 1.0)
         Thresholds of the summary (counts of scores ``>=`` each).
     by : str or sequence, optional
@@ -226,14 +274,19 @@ def scan(
     fmt : str, optional
         Format of file inputs (default: from the extension).
     tokenizer, ngram : as in :meth:`TokenSets.from_texts`
+        The default tokenizer here is ``"intl"`` (:data:`DEFAULT_TOKENIZER`):
+        ``"wordpunct"`` token for token on text without CJK, kana or Hangul.
     n_threads : int or None
     progress : bool or callable f(done, total)
     log : callable, optional
         Receives one line of text as each step (read, tokenize, search) starts.
+    max_line_bytes : int, optional
+        Longest line of a file input (default 64 MiB).
 
     Returns
     -------
     ScanResult
+        For a DataFrame input, ``to_pandas()`` is indexed by its index.
     """
     ts = parse_thresholds(at)
     turns = check_int(turns, "turns", minimum=1)
@@ -242,9 +295,15 @@ def scan(
     say = log or (lambda _msg: None)
     nt = effective_n_threads(n_threads)
     say("read: " + ("eval" if train is None else "train and eval"))
+    rlabels = None
     if train is not None:
-        rcols, rtable, rnames = _read_source(train, "train", fields, fmt, turns)
-    qcols, qtable, qnames = _read_source(queries, "queries", fields, fmt, turns)
+        rcols, rtable, rnames, rlabels = _read_source(train, "train", fields, fmt, turns,
+                                                      max_line_bytes)
+    qcols, qtable, qnames, qlabels = _read_source(queries, "queries", fields, fmt, turns,
+                                                  max_line_bytes)
+    if train is not None and fields is None and rnames and qnames and rnames != qnames:
+        raise ValueError(f"eval compares {', '.join(qnames)} but train {', '.join(rnames)} "
+                         "(inferred); name the compared columns with --fields (fields=)")
     group_values = None
     if by is not None:
         if isinstance(by, str):
@@ -281,7 +340,10 @@ def scan(
     groups = (summarize_by(score, group_values, by_name, ts)
               if group_values is not None else None)
     return ScanResult(score, index, summarize(score, ts), groups, names, texts, rtexts,
-                      qtable, rtable, train is None)
+                      qtable, rtable, train is None, qlabels,
+                      qlabels if train is None else rlabels,
+                      getattr(getattr(queries, "index", None), "name", None)
+                      if qlabels is not None and not isinstance(queries, Mapping) else None)
 
 
 def _field_names(cols: Any, k: int) -> tuple:

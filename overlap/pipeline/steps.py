@@ -31,7 +31,7 @@ from ..search import max_overlap, overlap_join
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples, make_samples
 from .report import SampleCounts
-from .scanning import tokenize_fields
+from .scanning import DEFAULT_TOKENIZER, tokenize_fields
 
 __all__ = [
     "KEEP",
@@ -68,7 +68,7 @@ def dedup_dialogues(
     *,
     threshold: float = 0.8,
     keep: str = "most-overlapped",
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -131,7 +131,7 @@ def resplit(
     test_size: int,
     valid_size: int = 0,
     seed: int = 0,
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -218,7 +218,7 @@ def remove_duplicates(
     samples: Mapping[str, Samples],
     *,
     train: str = "train",
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
 ) -> tuple[dict[str, Samples], dict[str, dict[str, int]]]:

@@ -21,11 +21,12 @@ from .._progress import ProgressArg
 from .._threads import effective_n_threads
 from .._validation import check_int, check_unit_interval, type_name
 from ..stream import StreamScanResult, scan_stream
-from ..stream_readers import STREAM_FORMATS, shard_paths
+from .._lines import line_limit
+from ..stream_readers import STREAM_FORMATS, _read_format, shard_paths
 from ..tokensets import Tokenizer
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
-from .scanning import Log, _is_table_source
-from .tables import _parse_fields, read_fields
+from .scanning import DEFAULT_TOKENIZER, Log, _is_table_source
+from .tables import read_named_fields, row_labels
 
 __all__ = ["CorpusScanResult", "scan_corpus", "STREAM_FORMATS"]
 
@@ -63,6 +64,7 @@ class CorpusScanResult:
     texts: tuple
     table: dict | None
     stream: StreamScanResult
+    labels: list | None = None
 
     def __len__(self) -> int:
         return int(self.score.shape[0])
@@ -75,7 +77,8 @@ class CorpusScanResult:
     def to_table(self) -> dict[str, list]:
         """One row per eval sample: its columns, score, where the match is, both texts.
 
-        Columns: ``eval_index``; every other column of the eval table;
+        Columns: ``eval_index`` (the row's label for a DataFrame input, as in
+        :meth:`overlap.pipeline.ScanResult.to_table`); every other column of the eval table;
         ``score``; ``train_index`` (the global corpus row, -1 when nothing
         matches); ``train_shard`` and ``train_shard_row`` (the file and the
         row in it, empty and -1 without a match); then ``eval_F`` and
@@ -84,7 +87,8 @@ class CorpusScanResult:
         an in-memory scan of the same data.
         """
         idx = self.index.tolist()
-        out: dict[str, list] = {"eval_index": list(range(len(self)))}
+        out: dict[str, list] = {
+            "eval_index": list(self.labels) if self.labels is not None else list(range(len(self)))}
         compared = set(self.fields)
         own = {"eval_index", "score", "train_index", "train_shard", "train_shard_row"} | \
             {f"eval_{f}" for f in self.fields} | {f"train_{f}" for f in self.fields}
@@ -115,11 +119,12 @@ def scan_corpus(
     corpus_format: str | None = None,
     chunk_rows: int = 65536,
     min_score: float = 0.0,
-    tokenizer: Tokenizer = "wordpunct",
+    tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
     progress: ProgressArg = False,
     log: Log | None = None,
+    max_line_bytes: int | None = None,
 ) -> CorpusScanResult:
     """Step 1 with the training samples streamed from disk: bounded memory, exact result.
 
@@ -134,11 +139,15 @@ def scan_corpus(
         directory of such shards (read in sorted name order) or a list of
         files (see :func:`overlap.stream_readers.read_chunks`).
     fields : sequence of str or comma-separated str, optional
-        The compared columns, present in both; default ``("text",)``.
+        The compared columns, present in both; default: inferred from the
+        eval table as in :func:`overlap.pipeline.scan` (``text`` for a plain
+        text or a ``text`` column, ``context,response`` for DailyDialog).
     at, by, turns, fmt
         As in :func:`overlap.pipeline.scan` (``fmt`` is the eval format).
-    corpus_format : {"jsonl", "csv", "tsv", "parquet", "text"}, optional
-        Format of every corpus file; default from the file extensions.
+        DailyDialog corpus shards are cut with one context turn.
+    corpus_format : {"jsonl", "csv", "tsv", "parquet", "text", "dailydialog"}, optional
+        Format of every corpus file; default from the file extensions (a
+        ``.txt`` shard holding ``__eou__`` is DailyDialog).
     chunk_rows : int, default 65536
         Corpus rows held in memory at a time.
     min_score : float in [0, 1], default 0
@@ -149,6 +158,10 @@ def scan_corpus(
     progress : bool or callable f(bytes_done, bytes_total)
     log : callable, optional
         Receives one line of text as each step starts.
+    max_line_bytes : int, optional
+        Longest line of the eval file and of every corpus shard, after gzip
+        inflation (default 64 MiB); a longer one is an error naming the file
+        and the line.
 
     Returns
     -------
@@ -170,11 +183,14 @@ def scan_corpus(
                         f"DataFrame or a datasets.Dataset), got {type_name(queries)}")
     say = log or (lambda _msg: None)
     nt = effective_n_threads(n_threads)
-    names = ["text"] if fields is None else fields
     shards = shard_paths(corpus, corpus_format)  # checks the corpus before any reading
+    if turns != 1 and any(_read_format(p, corpus_format) == "dailydialog" for p in shards):
+        raise ValueError("turns: DailyDialog corpus shards are streamed with one context "
+                         "turn; scan them with --train (scan) for --turns "
+                         f"{turns}")
     say("read: eval")
-    cols, table = read_fields(queries, names, fmt, turns=turns)
-    names = _parse_fields(names)
+    names, cols, table = read_named_fields(queries, fields, fmt, turns=turns,
+                                           max_line_bytes=max_line_bytes)
     group_values = None
     if by is not None:
         if isinstance(by, str):
@@ -190,15 +206,16 @@ def scan_corpus(
     source = os.fspath(corpus) if isinstance(corpus, (str, os.PathLike)) else shards
     say(f"scan: {len(cols[0]):,} eval samples against {_describe(corpus, shards)}, "
         f"{chunk_rows:,} row{'' if chunk_rows == 1 else 's'} at a time")
-    res = scan_stream(dict(zip(names, cols)), source, fields=names, fmt=corpus_format,
-                      tokenizer=tokenizer, ngram=ngram, chunk_rows=chunk_rows,
-                      min_score=min_score, n_threads=nt, progress=progress)
+    with line_limit(max_line_bytes):
+        res = scan_stream(dict(zip(names, cols)), source, fields=names, fmt=corpus_format,
+                          tokenizer=tokenizer, ngram=ngram, chunk_rows=chunk_rows,
+                          min_score=min_score, n_threads=nt, progress=progress)
     score = np.ascontiguousarray(res.score, dtype=np.float64)
     index = np.ascontiguousarray(res.index, dtype=np.int64)
     groups = (summarize_by(score, group_values, by_name, ts)
               if group_values is not None else None)
     return CorpusScanResult(score, index, summarize(score, ts), groups, tuple(names),
-                            tuple(cols), table, res)
+                            tuple(cols), table, res, row_labels(queries))
 
 
 def _describe(corpus: Any, shards: list[str]) -> str:

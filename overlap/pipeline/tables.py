@@ -20,6 +20,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from .._lines import bounded_lines, check_str, decode_line, json_line, text_file_kind
 from .._optional import MissingExtra, require
 from .._validation import check_int, type_name
 from .dialogue import make_samples, read_dialogues
@@ -29,22 +30,28 @@ __all__ = [
     "FORMATS",
     "MissingExtra",
     "infer_format",
+    "infer_fields",
+    "row_labels",
     "read_table",
     "write_table",
     "read_fields",
+    "read_named_fields",
     "as_table",
     "table_from_dataframe",
     "table_from_dataset",
 ]
 
 #: Formats understood by :func:`read_table` / :func:`read_fields`.
-FORMATS = ("dailydialog", "csv", "tsv", "jsonl", "parquet")
+FORMATS = ("dailydialog", "text", "csv", "tsv", "jsonl", "parquet")
 
 _DIALECTS = {"csv": csv.excel, "tsv": csv.excel_tab}
 
 #: Longest CSV field read (the csv module's default, 131,072 characters, is far
 #: shorter than the texts this library writes; a C long bounds it).
 _CSV_FIELD_LIMIT = 2**31 - 1
+
+#: The field of a plain text file (one sample per line).
+_TEXT_FIELD = "text"
 
 _EXTENSIONS = {
     ".txt": "dailydialog",
@@ -58,8 +65,15 @@ _EXTENSIONS = {
 }
 
 
-def infer_format(path: str | os.PathLike, fmt: str | None = None) -> str:
+def infer_format(path: str | os.PathLike, fmt: str | None = None, *,
+                 sniff: bool = True) -> str:
     """The format of ``path``: ``fmt`` when given, else from the file extension.
+
+    A ``.txt`` file is ``"dailydialog"`` when its first non-empty line holds
+    ``__eou__`` and ``"text"`` (one sample per line, field ``text``) otherwise
+    (:func:`overlap._lines.text_file_kind`, the rule of every reader).  With
+    ``sniff=False`` (output paths) or a ``.txt`` path that does not exist, a
+    ``.txt`` is ``"text"``.
 
     Raises
     ------
@@ -78,7 +92,11 @@ def infer_format(path: str | os.PathLike, fmt: str | None = None) -> str:
             f"{os.fspath(path)}: cannot tell the format from the extension {ext!r}; "
             f"give one of {', '.join(FORMATS)}"
         )
-    return _EXTENSIONS[ext]
+    out = _EXTENSIONS[ext]
+    if out == "dailydialog":
+        p = os.fspath(path)
+        return text_file_kind(p) if sniff and os.path.isfile(p) else "text"
+    return out
 
 
 # ------------------------------------------------------------------ readers
@@ -93,10 +111,19 @@ def _long_csv_fields() -> Iterator[None]:
         csv.field_size_limit(old)
 
 
-def _read_csv(path: str, fmt: str = "csv") -> dict[str, list]:
+def _decoded_lines(fh, path: str, limit: int | None) -> Iterator[str]:
+    """Decoded lines of a binary file (newlines kept), each at most ``limit`` bytes."""
+    for lineno, raw in enumerate(bounded_lines(fh, path, limit), start=1):
+        yield decode_line(raw, path, lineno, first=lineno == 1)
+
+
+def _read_csv(path: str, fmt: str = "csv", max_line_bytes: int | None = None
+              ) -> dict[str, list]:
+    reader = None
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh, _long_csv_fields():
-            reader = csv.reader(fh, dialect=_DIALECTS[fmt])
+        with open(path, "rb") as fh, _long_csv_fields():
+            reader = csv.reader(_decoded_lines(fh, path, max_line_bytes),
+                                dialect=_DIALECTS[fmt])
             header = next(reader, None)
             if header is None:
                 raise ValueError(f"{path}:1: empty file (a CSV needs a header line)")
@@ -114,29 +141,30 @@ def _read_csv(path: str, fmt: str = "csv") -> dict[str, list]:
                     )
                 for lst, v in zip(lists, row):
                     lst.append(v)
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except csv.Error as e:
-        raise ValueError(f"{path}:{reader.line_num}: bad {fmt.upper()}: {e}") from None
+        line = reader.line_num if reader is not None else 1
+        raise ValueError(f"{path}:{line}: bad {fmt.upper()}: {e}") from None
     return cols
 
 
-def _read_jsonl(path: str) -> tuple[dict[str, list], list[int]]:
+def _read_text(path: str, max_line_bytes: int | None = None) -> dict[str, list]:
+    """One sample per line (every line, blank ones too; the newline dropped): field ``text``."""
+    with open(path, "rb") as fh:
+        return {_TEXT_FIELD: [line.rstrip("\r\n")
+                              for line in _decoded_lines(fh, path, max_line_bytes)]}
+
+
+def _read_jsonl(path: str, max_line_bytes: int | None = None
+                ) -> tuple[dict[str, list], list[int]]:
     """Columns of a JSONL file and the line number of every row."""
     records: list[tuple[int, dict]] = []
     names: dict[str, None] = {}
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            try:
-                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: not UTF-8 text ({e.reason})") from None
+        for lineno, raw in enumerate(bounded_lines(fh, path, max_line_bytes), start=1):
+            line = decode_line(raw, path, lineno, first=lineno == 1)
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path}:{lineno}: invalid JSON: {e.msg}") from None
+            obj = json_line(raw, line, path, lineno)
             if not isinstance(obj, dict):
                 raise ValueError(
                     f"{path}:{lineno}: each line must be a JSON object, got {type_name(obj)}"
@@ -159,14 +187,20 @@ def _read_parquet(path: str) -> dict[str, list]:
         raise ValueError(f"{path}: cannot read Parquet: {e}") from None
 
 
-def read_table(path: str | os.PathLike, fmt: str | None = None) -> dict[str, list]:
-    """Read a CSV or TSV (header line), JSONL (one object a line) or Parquet file.
+def read_table(path: str | os.PathLike, fmt: str | None = None, *,
+               max_line_bytes: int | None = None) -> dict[str, list]:
+    """Read a CSV or TSV (header line), JSONL (one object a line), text or Parquet file.
 
     Parameters
     ----------
     path : str or path-like
-    fmt : {"csv", "tsv", "jsonl", "parquet"}, optional
-        Default: from the extension.
+    fmt : {"csv", "tsv", "jsonl", "text", "parquet"}, optional
+        Default: from the extension (a ``.txt`` without ``__eou__`` is
+        ``"text"``: one sample per line, column ``text``).
+    max_line_bytes : int, optional
+        Longest line read (default 64 MiB, :data:`overlap._lines.MAX_LINE_BYTES`,
+        or the limit set by :func:`overlap._lines.line_limit`); a longer line is
+        a ValueError naming file and line.
 
     Returns
     -------
@@ -180,9 +214,11 @@ def read_table(path: str | os.PathLike, fmt: str | None = None) -> dict[str, lis
     if fmt == "dailydialog":
         raise ValueError(f"{p}: DailyDialog files hold dialogues, not a table; use read_fields")
     if fmt in ("csv", "tsv"):
-        return _read_csv(p, fmt)
+        return _read_csv(p, fmt, max_line_bytes)
     if fmt == "jsonl":
-        return _read_jsonl(p)[0]
+        return _read_jsonl(p, max_line_bytes)[0]
+    if fmt == "text":
+        return _read_text(p, max_line_bytes)
     return _read_parquet(p)
 
 
@@ -244,6 +280,27 @@ def as_table(source: Any, name: str = "source") -> dict[str, list]:
     )
 
 
+def row_labels(source: Any) -> list | None:
+    """The row labels of an in-memory table, or None when they are the positions.
+
+    A pandas DataFrame's index (so results join back with ``df.join``); for a
+    ``datasets.Dataset`` made by ``filter``/``select``/``shuffle``, the row
+    numbers in the dataset it came from.  Anything else: None (0..n-1).
+    """
+    if isinstance(source, (str, os.PathLike, Mapping)):
+        return None
+    if _is_dataset(source):
+        try:
+            ind = getattr(source, "_indices", None)
+            return None if ind is None else [int(x) for x in ind.column(0).to_pylist()]
+        except Exception:  # a datasets version without the mapping: positions
+            return None
+    index = getattr(source, "index", None)
+    if hasattr(source, "columns") and index is not None and hasattr(index, "tolist"):
+        return list(index.tolist())
+    return None
+
+
 def _parse_fields(fields: Sequence[str] | str) -> list[str]:
     if isinstance(fields, str):
         fields = [f.strip() for f in fields.split(",")]
@@ -257,12 +314,66 @@ def _parse_fields(fields: Sequence[str] | str) -> list[str]:
     return out
 
 
+#: Column names never taken for the text (ids, keys).
+_ID_NAMES = frozenset({"id", "idx", "index", "uid", "uuid", "guid", "key"})
+
+
+def _number(v: str) -> bool:
+    try:
+        float(v)
+    except ValueError:
+        return False
+    return True
+
+
+def _text_like(name: str, values: list) -> bool:
+    """A column of strings that is not an id, a number or a category (language, label)."""
+    low = name.lower()
+    if low in _ID_NAMES or low.endswith(("_id", "_idx")):
+        return False
+    if not all(isinstance(v, str) for v in values):
+        return False
+    if values and all(_number(v) for v in values):
+        return False
+    n = len(values)
+    return not (n >= 4 and 2 * len(set(values)) <= n)
+
+
+def infer_fields(table: Mapping[str, list], where: str = "table") -> list[str]:
+    """The compared columns of a table when none are named.
+
+    ``context`` and ``response`` when both are present (dialogue samples);
+    else ``text``; else the one *text-like* column: strings, not all numbers,
+    not an id (``id``, ``*_id``...), not a category (half or more of the rows
+    repeat a value, as in ``language`` or ``label``).  With none or several,
+    a ValueError names ``--fields`` and lists the candidate columns.
+    """
+    if "context" in table and "response" in table:
+        return ["context", "response"]
+    if _TEXT_FIELD in table:
+        return [_TEXT_FIELD]
+    cands = [c for c, v in table.items() if _text_like(c, list(v))]
+    if len(cands) == 1:
+        return cands
+    have = ", ".join(table) or "none"
+    if cands:
+        what = f"{len(cands)} text-like columns ({', '.join(cands)})"
+    else:
+        what = "no text-like column"
+    raise ValueError(
+        f"{where}: no context/response or text column and {what}; name the compared "
+        f"column(s) with --fields (fields= in Python), e.g. --fields "
+        f"{(cands or list(table) or ['text'])[0]} (columns: {have})"
+    )
+
+
 def read_fields(
     source: str | os.PathLike | Any,
-    fields: Sequence[str] | str = ("context", "response"),
+    fields: Sequence[str] | str | None = None,
     fmt: str | None = None,
     *,
     turns: int = 1,
+    max_line_bytes: int | None = None,
 ) -> tuple[list[list[str]], dict[str, list]]:
     """Read the text fields of a sample file (or DataFrame) for scanning.
 
@@ -270,13 +381,18 @@ def read_fields(
     ----------
     source : path, dict of columns, pandas DataFrame or datasets.Dataset
         A DailyDialog file is cut into (context, response) samples with
-        ``turns`` context turns; other formats give their rows.
-    fields : sequence of str or comma-separated str, default ("context", "response")
+        ``turns`` context turns; a plain text file gives one sample per line
+        (column ``text``); other formats give their rows.
+    fields : sequence of str or comma-separated str, optional
         The columns compared (the ratio is the minimum over them).  For
         DailyDialog files they must be ``context`` and/or ``response``.
+        Default: :func:`infer_fields` (``context,response``, else ``text``,
+        else the one text-like column).
     fmt : str, optional
         One of :data:`FORMATS`; default from the extension.
     turns : int, default 1
+    max_line_bytes : int, optional
+        Longest line of a file read (default 64 MiB); see :func:`read_table`.
 
     Returns
     -------
@@ -288,44 +404,70 @@ def read_fields(
     Raises
     ------
     ValueError
-        A missing column, or a value that is not a string (with its line).
+        A missing column, a value that is not a string (with its line), or a
+        file that gives no sample.
     """
-    names = _parse_fields(fields)
+    names, cols, table = read_named_fields(source, fields, fmt, turns=turns,
+                                           max_line_bytes=max_line_bytes)
+    return cols, table
+
+
+def read_named_fields(
+    source: str | os.PathLike | Any,
+    fields: Sequence[str] | str | None = None,
+    fmt: str | None = None,
+    *,
+    turns: int = 1,
+    max_line_bytes: int | None = None,
+) -> tuple[list[str], list[list[str]], dict[str, list]]:
+    """:func:`read_fields`, and the field names it used first (inferred when not given)."""
+    names = None if fields is None else _parse_fields(fields)
     turns = check_int(turns, "turns", minimum=1)
     if not isinstance(source, (str, os.PathLike)):
         table = as_table(source)
         where = type(source).__name__
         lines = None
+        is_file = False
     else:
         fmt = infer_format(source, fmt)
         where = os.fspath(source)
+        is_file = True
         if not os.path.isfile(where):
             raise FileNotFoundError(f"{where}: no such file")
         lines = None
         if fmt == "dailydialog":
-            s = make_samples(read_dialogues(where), turns)
+            s = make_samples(read_dialogues(where, max_line_bytes=max_line_bytes), turns)
             table = {"context": s.context, "response": s.response,
                      "dialogue": s.dialogue.tolist(), "turn": s.turn.tolist()}
-            bad = [f for f in names if f not in ("context", "response")]
+            bad = [f for f in (names or ()) if f not in ("context", "response")]
             if bad:
                 raise ValueError(
                     f"{where}: a DailyDialog file has fields context and response, "
                     f"not {', '.join(bad)}"
                 )
         elif fmt == "jsonl":
-            table, lines = _read_jsonl(where)
+            table, lines = _read_jsonl(where, max_line_bytes)
         else:
-            table = read_table(where, fmt)
+            table = read_table(where, fmt, max_line_bytes=max_line_bytes)
+    if names is None:
+        names = infer_fields(table, where)
     for f in names:
         if f not in table:
             have = ", ".join(table) or "none"
-            raise ValueError(f"{where}: no column {f!r} (columns: {have})")
+            raise ValueError(f"{where}: no column {f!r} (columns: {have}); name the "
+                             f"compared columns with --fields")
         for i, v in enumerate(table[f]):
             if not isinstance(v, str):
                 # CSV values are always strings; JSONL knows its lines
                 at = f"{where}:{lines[i]}" if lines is not None else f"{where}: row {i}"
                 raise ValueError(f"{at}: field {f!r} must be a string, got {type_name(v)}")
-    return [table[f] for f in names], table
+            if not is_file:  # files are checked as they are read
+                check_str(v, where, f"row {i}", f"field {f!r}")
+    if is_file and not len(table[names[0]]):
+        what = ("no (context, response) sample: every dialogue has one utterance or none"
+                if fmt == "dailydialog" else "no rows")
+        raise ValueError(f"{where}: {what} (0 samples read)")
+    return names, [table[f] for f in names], table
 
 
 # ------------------------------------------------------------------ writers
@@ -338,10 +480,11 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
     ----------
     path : str or path-like
     table : dict of str to list
-    fmt : {"csv", "tsv", "jsonl", "parquet"}, optional
-        Default: from the extension.
+    fmt : {"csv", "tsv", "jsonl", "parquet", "text"}, optional
+        Default: from the extension (``.txt``: ``"text"``, the ``text`` column
+        one value a line).
     """
-    fmt = infer_format(path, fmt)
+    fmt = infer_format(path, fmt, sniff=False)
     if not isinstance(table, dict):
         raise TypeError(f"table must be a dict of column lists, got {type_name(table)}")
     lengths = {len(v) for v in table.values()}
@@ -360,6 +503,18 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
         with atomic_write(p, "w", encoding="utf-8", newline="\n") as fh:
             for i in range(n):
                 fh.write(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False) + "\n")
+    elif fmt == "text":
+        if _TEXT_FIELD not in table:
+            raise ValueError(f"{p}: a text file holds the column {_TEXT_FIELD!r}; the table "
+                             f"has {', '.join(table) or 'none'}")
+        lines = table[_TEXT_FIELD]
+        for i, v in enumerate(lines):
+            if not isinstance(v, str) or "\n" in v or "\r" in v:
+                raise ValueError(f"{p}: row {i}: a text file needs one-line strings, got "
+                                 f"{type_name(v) if not isinstance(v, str) else 'a line break'}")
+        with atomic_write(p, "w", encoding="utf-8", newline="\n") as fh:
+            for v in lines:
+                fh.write(v + "\n")
     elif fmt == "parquet":
         pa = require("pyarrow", "dataframe", "writing Parquet")
         pq = require("pyarrow.parquet", "dataframe", "writing Parquet")

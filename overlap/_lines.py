@@ -1,0 +1,174 @@
+"""Reading text files line by line, safely: shared by the whole-file and the chunked readers.
+
+* :func:`bounded_lines` reads raw lines with ``readline(limit)``, so a line
+  longer than :func:`max_line_bytes` (default :data:`MAX_LINE_BYTES`, 64 MiB)
+  is refused with its file and line number before it is held in memory (also
+  inside a ``.gz`` that inflates to one huge line).
+* :func:`line_limit` sets that limit for a block of code (the command line's
+  ``--max-line-bytes``); readers also take ``max_line_bytes=`` directly.
+* :func:`text_file_kind` is the one rule for ``.txt`` files: DailyDialog when
+  the first non-empty line holds ``__eou__``, else one sample per line.
+* :func:`check_str` refuses lone surrogates (``"\\ud800"`` is valid JSON but
+  not encodable text) at read time, naming file and line.
+* :func:`json_line` parses one JSON line, turning a too-deep nesting
+  (``RecursionError``) into a ``ValueError`` with file and line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import gzip
+import json
+import os
+import re
+from collections.abc import Iterator
+from typing import IO, Any
+
+__all__ = ["MAX_LINE_BYTES", "max_line_bytes", "line_limit", "bounded_lines",
+           "text_file_kind", "check_str", "check_values", "json_line", "check_path_name",
+           "EOU"]
+
+#: Default longest line read, in bytes (after gzip inflation).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+
+#: Utterance terminator of DailyDialog-style files.
+EOU = "__eou__"
+
+_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar("overlap_max_line_bytes",
+                                                             default=MAX_LINE_BYTES)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# a JSON \u escape of a surrogate code point (a valid pair decodes to one character)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def max_line_bytes(value: int | None = None) -> int:
+    """``value`` checked, or the limit in force (:func:`line_limit`, default 64 MiB)."""
+    if value is None:
+        return _LIMIT.get()
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"max_line_bytes must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"max_line_bytes must be >= 1, got {value}")
+    return value
+
+
+@contextlib.contextmanager
+def line_limit(value: int | None) -> Iterator[None]:
+    """Within the block, readers refuse lines longer than ``value`` bytes (None: unchanged)."""
+    if value is None:
+        yield
+        return
+    token = _LIMIT.set(max_line_bytes(value))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
+
+
+def too_long(path: str, lineno: int, limit: int) -> ValueError:
+    return ValueError(f"{path}:{lineno}: line longer than {limit:,} bytes (the limit; "
+                      f"raise it with --max-line-bytes or max_line_bytes=)")
+
+
+def bounded_lines(fh: IO[bytes], path: str, limit: int | None = None) -> Iterator[bytes]:
+    """Raw lines of a binary file (newline kept), each at most ``limit`` bytes.
+
+    Raises ValueError naming ``path`` and the line when a line is longer; at
+    most ``limit + 1`` bytes of it are ever read into memory.
+    """
+    limit = max_line_bytes(limit)
+    lineno = 0
+    readline = fh.readline
+    while True:
+        raw = readline(limit + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > limit and not (len(raw) == limit + 1 and raw.endswith(b"\n")):
+            raise too_long(path, lineno, limit)
+        yield raw
+
+
+def decode_line(raw: bytes, path: str, lineno: int, first: bool = False) -> str:
+    """One raw line as str (a BOM on the first line dropped), errors with file and line."""
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}:{lineno}: not UTF-8 text ({e.reason})") from None
+
+
+def open_binary(path: str) -> IO[bytes]:
+    """``path`` opened for reading bytes, inflated when its name ends in ``.gz``."""
+    raw = open(path, "rb")
+    if path.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    return raw
+
+
+def text_file_kind(path: str | os.PathLike, probe_lines: int = 1,
+                   limit: int | None = None) -> str:
+    """``"dailydialog"`` or ``"text"``: the one reading rule for ``.txt`` files.
+
+    A file is DailyDialog (one dialogue a line, utterances ended by
+    ``__eou__``) when its first non-empty line holds ``__eou__``; otherwise it
+    is plain text, one sample per line.  Only the start of the file is read.
+    """
+    p = os.fspath(path)
+    seen = 0
+    with contextlib.closing(open_binary(p)) as fh:
+        for raw in bounded_lines(fh, p, limit):
+            if not raw.strip():
+                continue
+            if EOU.encode() in raw:
+                return "dailydialog"
+            seen += 1
+            if seen >= probe_lines:
+                break
+    return "text"
+
+
+def check_str(value: str, path: str, lineno: int | str, what: str = "text") -> None:
+    """Refuse a str holding a lone surrogate (it cannot be written as UTF-8)."""
+    m = _SURROGATE.search(value)
+    if m is not None:
+        where = f"{path}:{lineno}" if isinstance(lineno, int) else f"{path}: {lineno}"
+        raise ValueError(f"{where}: {what} holds a lone surrogate "
+                         f"(\\u{ord(m.group()):04x}), which is not a character")
+
+
+def check_values(obj: Any, path: str, lineno: int) -> None:
+    """Every str in a parsed JSON value (keys too) free of lone surrogates."""
+    stack = [obj]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, str):
+            check_str(x, path, lineno, "a JSON string")
+        elif isinstance(x, dict):
+            for k, v in x.items():
+                check_str(k, path, lineno, "a JSON key")
+                stack.append(v)
+        elif isinstance(x, list):
+            stack.extend(x)
+
+
+def json_line(raw: bytes, text: str, path: str, lineno: int) -> Any:
+    """Parse one JSONL line; bad JSON, deep nesting and lone surrogates name file and line."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}:{lineno}: invalid JSON: {e.msg}") from None
+    except RecursionError:
+        raise ValueError(f"{path}:{lineno}: JSON nested too deeply to read") from None
+    if _SURROGATE_ESCAPE.search(raw):
+        check_values(obj, path, lineno)
+    return obj
+
+
+def check_path_name(path: str) -> None:
+    """Refuse a file name that is not valid UTF-8 (it could not be written in outputs)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{ascii(path)}: the file name is not valid UTF-8; rename the "
+                         "file") from None
