@@ -18,6 +18,9 @@ __all__ = ["main", "build_parser"]
 
 PROG = "overlap"
 
+#: formats --out-format names (a DailyDialog output keeps its input's form)
+OUT_FORMATS = ("csv", "tsv", "jsonl", "parquet", "text")
+
 FIELDS_HELP = ("comma-separated columns compared; the ratio of two samples is the minimum "
                "over them (default: context,response when the table has both, else text, "
                "else its one text-like column; DailyDialog: context,response)")
@@ -51,6 +54,8 @@ class Console:
         self.quiet = quiet
         self.err = stream if stream is not None else sys.stderr
         self._held: list[str] | None = None  # stdout lines held back (hold_output)
+        self._report: Any = None  # where out() lines go: stdout unless data goes there
+        self._data: Any = None  # writes the command's data to stdout (--out -), last
         self.tty = bool(getattr(self.err, "isatty", lambda: False)())
         self.start = time.perf_counter()
         self.step = "working"
@@ -66,7 +71,17 @@ class Console:
         if self._held is not None:
             self._held.append(text)
         else:
-            _write(sys.stdout, text + "\n")
+            _write(self._report or sys.stdout, text + "\n")
+
+    def report_to_stderr(self) -> None:
+        """Stdout carries data (``--out -``): the report lines go to stderr."""
+        self._report = self.err
+
+    def data_to_stdout(self, write: Any) -> None:
+        """Stdout is the data's (``--out -``): ``write(stream)`` runs last, after
+        the files, and the report lines go to stderr."""
+        self._report = self.err
+        self._data = write
 
     def hold_output(self) -> None:
         """Keep stdout lines until :meth:`release_output`: a command writes its
@@ -78,7 +93,18 @@ class Console:
         """Print the lines held back (may raise BrokenPipeError: stdout closed)."""
         held, self._held = self._held, None
         if held:
-            _write(sys.stdout, "".join(line + "\n" for line in held))
+            _write(self._report or sys.stdout, "".join(line + "\n" for line in held))
+        if self._data is not None:
+            import io
+
+            # UTF-8 whatever the console's encoding: this is data for a program
+            stream = io.TextIOWrapper(sys.stdout.buffer, encoding="utf-8", newline="",
+                                      write_through=True)
+            try:
+                self._data(stream)
+                stream.flush()
+            finally:
+                stream.detach()
 
     def log(self, text: str) -> None:
         """A step starts: close the previous one, print a stderr line, name the next bar."""
@@ -405,9 +431,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--by", metavar="COLUMN",
                    help="also summarise per value of this eval column (e.g. language)")
     s.add_argument("--out", metavar="FILE",
-                   help="per-sample output (.csv, .tsv, .jsonl or .parquet): every eval column, "
-                        "score, the match's index and both texts (with --train-stream also "
-                        "the match's shard file and row in it)")
+                   help="per-sample output (.csv, .tsv, .jsonl or .parquet; - = stdout, the "
+                        "summary then goes to stderr): every eval column, score, the match's "
+                        "index and both texts (with --train-stream also the match's shard "
+                        "file and row in it)")
+    s.add_argument("--out-format", choices=OUT_FORMATS, default=None, dest="out_format",
+                   help="format of --out (default: from its extension; csv for stdout)")
     s.add_argument("--summary", metavar="FILE",
                    help="write the summary (per group and overall with --by) as .csv, .tsv, "
                         ".jsonl or .json")
@@ -423,7 +452,10 @@ def build_parser() -> argparse.ArgumentParser:
                                                   ".parquet")
     u.add_argument("--out", required=True, metavar="OUTPUT",
                    help="the kept units, in the format of its extension (required; never an "
-                        "input)")
+                        "input; - = stdout, in the input's format unless --out-format)")
+    u.add_argument("--out-format", choices=OUT_FORMATS, default=None, dest="out_format",
+                   help="format of --out for a table (default: from its extension, or the "
+                        "input's)")
     u.add_argument("--threshold", type=_unit, default=0.8,
                    help="remove units whose ratio to a kept one exceeds this (default: 0.8)")
     u.add_argument("--keep", choices=KEEP, default="most-overlapped",
@@ -822,7 +854,7 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
         if value is not None:
             raise UsageError(f"{opt} applies to --train-stream only")
     inputs = [evalf] + ([args.train] if args.train else [])
-    outs = _scan_outputs(args, inputs)
+    outs = _scan_outputs(args, con, inputs)
     res = scan(evalf, args.train, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
                progress=con.progress, log=con.log)
@@ -836,35 +868,37 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     if res.groups is not None:
         con.out(f"  by {args.by} (counts of scores >= each threshold):")
         con.out(_indent(_indent(res.groups.format())))
-    with outs:
-        if args.out:
-            con.log("write: per-sample scores")
-            write_table(outs.stage(args.out), res.to_table())
-        if args.summary:
-            _write_summary(outs.stage(args.summary), args.summary, res)
-        shown = None
-        if args.plot:
-            shown = _plot(con, outs, args.plot, {"eval": res.score},
-                          "Max overlap of eval samples against " +
-                          ("train" if args.train else "the rest"))
-        else:
-            con.out(_indent(_text_hist(res.score)))
-    con.out("  " + con.timing_line(nt))
-    for label, path in (("scores", args.out), ("summary", args.summary), ("histogram", shown)):
-        if path:
-            con.out(f"  {label} written to {path}")
-    return 0
+    return _finish_scan(args, con, outs, res, nt, "Max overlap of eval samples against " +
+                        ("train" if args.train else "the rest"))
 
 
-def _scan_outputs(args: argparse.Namespace, inputs: list) -> Any:
+def _check_stdout_format(args: argparse.Namespace, con: Console, default: str) -> None:
+    """``--out -``: a text format, and the report moves to stderr."""
+    fmt = args.out_format or default
+    if fmt == "parquet":
+        raise UsageError("--out -: Parquet is binary; write it to a file (or give "
+                         "--out-format csv, tsv, jsonl or text)")
+    con.report_to_stderr()
+
+
+def _scan_outputs(args: argparse.Namespace, con: Console, inputs: list) -> Any:
     """Plan and check ``--out``, ``--summary`` and ``--plot`` of a scan reading ``inputs``."""
     from .pipeline.output import Outputs
     from .pipeline.tables import infer_format
 
     outs = Outputs(inputs, overwrite=args.overwrite, make_parents=args.parents)
-    for path in (args.out, args.summary):
+    if args.summary == "-" or args.plot == "-":
+        raise UsageError("only --out can be - (stdout)")
+    if args.out == "-":
+        _check_stdout_format(args, con, "csv")
+    elif args.out:
+        infer_format(args.out, args.out_format, sniff=False)
+        outs.file(args.out)
+    elif args.out_format:
+        raise UsageError("--out-format applies to --out")
+    for path in (args.summary,):
         if path:
-            if not (path == args.summary and path.lower().endswith(".json")):
+            if not path.lower().endswith(".json"):
                 infer_format(path, sniff=False)
             outs.file(path)
     if args.plot:
@@ -889,7 +923,7 @@ def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) ->
         shards = shard_paths(corpus, args.stream_format)
     except ValueError as e:  # say it in the command's words
         raise UsageError(str(e).replace("pass fmt=", "give --stream-format")) from None
-    outs = _scan_outputs(args, [evalf, corpus, *shards])
+    outs = _scan_outputs(args, con, [evalf, corpus, *shards])
     chunk_rows = args.chunk_rows or 65536
     res = scan_corpus(evalf, corpus, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                       fmt=args.format, corpus_format=args.stream_format, chunk_rows=chunk_rows,
@@ -907,22 +941,35 @@ def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) ->
     if res.groups is not None:
         con.out(f"  by {args.by} (counts of scores >= each threshold):")
         con.out(_indent(_indent(res.groups.format())))
+    return _finish_scan(args, con, outs, res, nt,
+                        "Max overlap of eval samples against the training corpus")
+
+
+def _finish_scan(args: argparse.Namespace, con: Console, outs: Any, res: Any, nt: int,
+                 title: str) -> int:
+    """Write a scan's files (``--out``, ``--summary``, ``--plot``) and end its report."""
+    from .pipeline.tables import write_rows, write_table
+
+    table = res.to_table() if args.out else None
     with outs:
-        if args.out:
+        if args.out and args.out != "-":
             con.log("write: per-sample scores")
-            write_table(outs.stage(args.out), res.to_table())
+            write_table(outs.stage(args.out), table, args.out_format)
         if args.summary:
             _write_summary(outs.stage(args.summary), args.summary, res)
         shown = None
         if args.plot:
-            shown = _plot(con, outs, args.plot, {"eval": res.score},
-                          "Max overlap of eval samples against the training corpus")
+            shown = _plot(con, outs, args.plot, {"eval": res.score}, title)
         else:
             con.out(_indent(_text_hist(res.score)))
     con.out("  " + con.timing_line(nt))
     for label, path in (("scores", args.out), ("summary", args.summary), ("histogram", shown)):
-        if path:
+        if path and path != "-":
             con.out(f"  {label} written to {path}")
+    if args.out == "-":
+        fmt = args.out_format or "csv"
+        con.out(f"  scores written to stdout ({fmt})")
+        con.data_to_stdout(lambda fh: write_rows(fh, table, fmt, "stdout"))
     return 0
 
 
@@ -955,25 +1002,33 @@ def _indent(text: str) -> str:
 def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
     from .dedup import dedup
-    from .pipeline.dialogue import EOU, read_dialogues, write_dialogues
+    from .pipeline.dialogue import EOU, format_dialogue, read_dialogues, write_dialogues
     from .pipeline.output import Outputs
     from .pipeline.scanning import tokenize_fields
     from .pipeline.steps import dedup_first
-    from .pipeline.tables import infer_format, read_named_fields, write_table
+    from .pipeline.tables import infer_format, read_named_fields, write_rows, write_table
     from .search import ratio
     from .tokensets import TokenSets
 
     nt = effective_n_threads(args.threads, "--threads")
     in_fmt = infer_format(args.input, args.format)
-    ext = os.path.splitext(args.out)[1].lower()
+    to_stdout = args.out == "-"
+    ext = "" if to_stdout else os.path.splitext(args.out)[1].lower()
     # a .txt output is written in the input's own .txt form (dialogues or lines)
-    out_fmt = (in_fmt if not ext or (ext == ".txt" and in_fmt in ("dailydialog", "text"))
-               else infer_format(args.out, None, sniff=False))
+    if args.out_format is not None:
+        out_fmt = args.out_format
+    elif not ext or (ext == ".txt" and in_fmt in ("dailydialog", "text")):
+        out_fmt = in_fmt
+    else:
+        out_fmt = infer_format(args.out, None, sniff=False)
     if (in_fmt == "dailydialog") != (out_fmt == "dailydialog"):
         raise UsageError(f"{args.out}: a {in_fmt} input must be written as {in_fmt} "
                          f"(got {out_fmt})")
     outs = Outputs([args.input], overwrite=args.overwrite, make_parents=args.parents)
-    outs.file(args.out)
+    if to_stdout:
+        _check_stdout_format(args, con, out_fmt)
+    else:
+        outs.file(args.out)
     if args.report:
         outs.file(args.report)
     outs.check()
@@ -1003,12 +1058,21 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
         res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
     keep = res.keep.tolist()
     with outs:
-        con.log(f"write: {args.out}")
         if in_fmt == "dailydialog":
-            write_dialogues(outs.stage(args.out), [u for u, k in zip(units, keep) if k])
+            kept_units = [u for u, k in zip(units, keep) if k]
+            if to_stdout:
+                con.data_to_stdout(lambda fh: fh.writelines(
+                    format_dialogue(u) + "\n" for u in kept_units if len(u)))
+            else:
+                con.log(f"write: {args.out}")
+                write_dialogues(outs.stage(args.out), kept_units)
         else:
-            write_table(outs.stage(args.out), {k: [v for v, m in zip(col, keep) if m]
-                                               for k, col in table.items()}, out_fmt)
+            kept_table = {k: [v for v, m in zip(col, keep) if m] for k, col in table.items()}
+            if to_stdout:
+                con.data_to_stdout(lambda fh: write_rows(fh, kept_table, out_fmt, "stdout"))
+            else:
+                con.log(f"write: {args.out}")
+                write_table(outs.stage(args.out), kept_table, out_fmt)
         if args.report:
             import numpy as np
 
@@ -1036,7 +1100,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     con.out(f"{args.input}: removed {res.n_removed:,} of {n:,} {what} "
             f"(threshold {args.threshold:g}, keep {args.keep}, {_counted(res.passes, 'pass')}, "
             f"{_counted(res.n_edges, 'pair')} above the threshold)")
-    con.out(f"  kept {n - res.n_removed:,} {what} -> {args.out}")
+    con.out(f"  kept {n - res.n_removed:,} {what} -> "
+            + ("stdout" if to_stdout else args.out))
     if args.report:
         con.out(f"  report (every removed unit with its text) -> {args.report}")
     con.out("  " + con.timing_line(nt))

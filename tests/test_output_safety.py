@@ -213,3 +213,60 @@ def test_write_errors_other_than_the_device_pass_unchanged(tmp_path):
         with outs:
             outs.stage(target)
             raise OSError(errno.EDQUOT, "Disk quota exceeded")
+
+
+# ------------------------------------------------------------------ --out -
+def test_scan_out_dash_writes_the_scores_to_stdout_and_the_report_to_stderr(tmp_path):
+    small_table(tmp_path)
+    r = overlap_cli("scan", "in.csv", "--fields", "text", "--out", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr.decode()
+    lines = r.stdout.decode("utf-8").splitlines()
+    assert lines[0].startswith("eval_index,lang,score,") and len(lines) == 5
+    err = r.stderr.decode()
+    assert "scores written to stdout (csv)" in err and "eval: 4 samples" in err
+    assert not (tmp_path / "-").exists()
+
+
+def test_out_format_names_the_format_for_stdout_and_files(tmp_path):
+    import json
+
+    small_table(tmp_path)
+    r = overlap_cli("scan", "in.csv", "--fields", "text", "--out", "-", "--out-format", "jsonl",
+                    cwd=tmp_path)
+    rows = [json.loads(x) for x in r.stdout.decode("utf-8").splitlines()]
+    assert [x["eval_index"] for x in rows] == [0, 1, 2, 3]
+    r = overlap_cli("scan", "in.csv", "--fields", "text", "--out", "scores.data",
+                    "--out-format", "tsv", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr.decode()
+    assert (tmp_path / "scores.data").read_text(encoding="utf-8").startswith("eval_index\tlang")
+
+
+def test_dedup_out_dash_writes_the_kept_rows_in_the_input_form(tmp_path):
+    small_table(tmp_path)
+    r = overlap_cli("dedup", "in.csv", "--fields", "text", "--out", "-", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode("utf-8").splitlines() == [
+        "text,lang", "the cat sat on a mat,en", "a dog ran,de", "the dog ran far,de"]
+    assert "-> stdout" in r.stderr.decode()
+    (tmp_path / "d.txt").write_text("a b c __eou__ d e __eou__\na b c __eou__ d e __eou__\n",
+                                    encoding="utf-8")
+    r = overlap_cli("dedup", "d.txt", "--out", "-", cwd=tmp_path)
+    assert r.stdout.decode("utf-8") == "a b c __eou__ d e __eou__\n"
+
+
+def test_stdout_refuses_parquet_and_only_out_may_be_dash(tmp_path):
+    small_table(tmp_path)
+    r = overlap_cli("dedup", "in.csv", "--fields", "text", "--out", "-", "--out-format",
+                    "parquet", cwd=tmp_path)
+    assert r.returncode == 2 and "Parquet is binary" in r.stderr.decode()
+    r = overlap_cli("scan", "in.csv", "--fields", "text", "--summary", "-", cwd=tmp_path)
+    assert r.returncode == 2 and "only --out can be -" in r.stderr.decode()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv"]
+
+
+def test_stdout_data_is_utf8_whatever_the_console(tmp_path):
+    (tmp_path / "in.csv").write_text("text\n今天天气 好\n今天天气 好 吧\n", encoding="utf-8")
+    r = overlap_cli("scan", "in.csv", "--out", "-", cwd=tmp_path,
+                    env={"PYTHONIOENCODING": "cp1252"})
+    assert r.returncode == 0, r.stderr.decode("cp1252", "replace")
+    assert "今天天气 好 吧" in r.stdout.decode("utf-8")

@@ -30,6 +30,7 @@ __all__ = [
     "FORMATS",
     "MissingExtra",
     "infer_format",
+    "write_rows",
     "infer_fields",
     "row_labels",
     "read_table",
@@ -471,8 +472,62 @@ def read_named_fields(
 
 
 # ------------------------------------------------------------------ writers
+#: formats :func:`write_rows` writes to a text stream (Parquet is binary)
+STREAM_WRITE_FORMATS = ("csv", "tsv", "jsonl", "text")
+
+
+def _table_rows(table: dict[str, list]) -> int:
+    if not isinstance(table, dict):
+        raise TypeError(f"table must be a dict of column lists, got {type_name(table)}")
+    lengths = {len(v) for v in table.values()}
+    if len(lengths) > 1:
+        raise ValueError(f"table: columns must be equally long, got lengths {sorted(lengths)}")
+    return lengths.pop() if lengths else 0
+
+
+def _check_text_column(table: dict[str, list], where: str) -> list:
+    if _TEXT_FIELD not in table:
+        raise ValueError(f"{where}: a text file holds the column {_TEXT_FIELD!r}; the table "
+                         f"has {', '.join(table) or 'none'}")
+    lines = table[_TEXT_FIELD]
+    for i, v in enumerate(lines):
+        if not isinstance(v, str) or "\n" in v or "\r" in v:
+            raise ValueError(f"{where}: row {i}: a text file needs one-line strings, got "
+                             f"{type_name(v) if not isinstance(v, str) else 'a line break'}")
+    return lines
+
+
+def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output") -> None:
+    """Write a table to an open text stream (a file, ``sys.stdout``) as CSV, TSV, JSONL or text.
+
+    Parameters
+    ----------
+    fh : text stream
+        Opened with ``newline=""`` for CSV/TSV (as the csv module asks).
+    table : dict of str to list
+    fmt : {"csv", "tsv", "jsonl", "text"}
+    where : str
+        Names the output in errors.
+    """
+    if fmt not in STREAM_WRITE_FORMATS:
+        raise ValueError(f"{where}: a stream takes {', '.join(STREAM_WRITE_FORMATS)}, got {fmt!r}")
+    n = _table_rows(table)
+    cols = list(table)
+    if fmt in ("csv", "tsv"):
+        w = csv.writer(fh, dialect=_DIALECTS[fmt])
+        w.writerow(cols)
+        for i in range(n):
+            w.writerow([table[c][i] for c in cols])
+    elif fmt == "jsonl":
+        for i in range(n):
+            fh.write(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False) + "\n")
+    else:
+        for v in _check_text_column(table, where):
+            fh.write(v + "\n")
+
+
 def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None) -> None:
-    """Write a table (dict of equally long lists) as CSV, TSV, JSONL or Parquet.
+    """Write a table (dict of equally long lists) as CSV, TSV, JSONL, text or Parquet.
 
     The file is written to a temporary name and renamed when complete.
 
@@ -485,36 +540,14 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
         one value a line).
     """
     fmt = infer_format(path, fmt, sniff=False)
-    if not isinstance(table, dict):
-        raise TypeError(f"table must be a dict of column lists, got {type_name(table)}")
-    lengths = {len(v) for v in table.values()}
-    if len(lengths) > 1:
-        raise ValueError(f"table: columns must be equally long, got lengths {sorted(lengths)}")
-    n = lengths.pop() if lengths else 0
+    _table_rows(table)
     p = os.fspath(path)
-    cols = list(table)
-    if fmt in ("csv", "tsv"):
-        with atomic_write(p, "w", encoding="utf-8", newline="") as fh:
-            w = csv.writer(fh, dialect=_DIALECTS[fmt])
-            w.writerow(cols)
-            for i in range(n):
-                w.writerow([table[c][i] for c in cols])
-    elif fmt == "jsonl":
-        with atomic_write(p, "w", encoding="utf-8", newline="\n") as fh:
-            for i in range(n):
-                fh.write(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False) + "\n")
-    elif fmt == "text":
-        if _TEXT_FIELD not in table:
-            raise ValueError(f"{p}: a text file holds the column {_TEXT_FIELD!r}; the table "
-                             f"has {', '.join(table) or 'none'}")
-        lines = table[_TEXT_FIELD]
-        for i, v in enumerate(lines):
-            if not isinstance(v, str) or "\n" in v or "\r" in v:
-                raise ValueError(f"{p}: row {i}: a text file needs one-line strings, got "
-                                 f"{type_name(v) if not isinstance(v, str) else 'a line break'}")
-        with atomic_write(p, "w", encoding="utf-8", newline="\n") as fh:
-            for v in lines:
-                fh.write(v + "\n")
+    if fmt in STREAM_WRITE_FORMATS:
+        if fmt == "text":
+            _check_text_column(table, p)  # before the file is opened
+        with atomic_write(p, "w", encoding="utf-8", newline="" if fmt in ("csv", "tsv")
+                          else "\n") as fh:
+            write_rows(fh, table, fmt, p)
     elif fmt == "parquet":
         pa = require("pyarrow", "dataframe", "writing Parquet")
         pq = require("pyarrow.parquet", "dataframe", "writing Parquet")
