@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -51,15 +52,49 @@ class BootstrapResult:
     ci: str
 
 
+#: Seconds of work one kernel call aims at.  Ctrl-C is handled between calls,
+#: so a long bootstrap stops within about this long (as overlap's search).
+CHUNK_SECONDS = 0.5
+
+
+def _run_chunks(run, total: int, nt: int, *, seconds: float = CHUNK_SECONDS,
+                clock=time.perf_counter) -> None:
+    """Call ``run(first, stop)`` on consecutive ranges of resamples.
+
+    The first call holds 4 resamples per thread; each next one as many as the
+    previous one ran in ``seconds`` (at most four times as many), so every
+    call returns to Python soon and a pending KeyboardInterrupt is raised
+    between calls.  Resample b depends only on (seed, b), so the chunking never
+    changes the result.
+    """
+    least = 4 * max(1, nt)
+    first, size = 0, least
+    while first < total:
+        stop = min(total, first + size)
+        t0 = clock()
+        run(first, stop)
+        elapsed = clock() - t0
+        done = stop - first
+        rate = done * seconds / elapsed if elapsed > 0 else 4.0 * done
+        size = max(least, int(min(rate, 4.0 * done)))
+        first = stop
+
+
 def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):
     out = np.empty(n_resamples, dtype=np.float64)
     n = x.shape[0]
     if method == "pearson":
-        _boot.boot_pearson(_centred(x), _centred(y), seed, out, nt)
+        xc, yc = _centred(x), _centred(y)
+
+        def run(first, stop):
+            _boot.boot_pearson(xc, yc, seed, out[first:stop], nt, first)
     elif method == "spearman":
         ox = np.argsort(x, kind="stable")
         oy = np.argsort(y, kind="stable")
-        _boot.boot_spearman(ox, _run_ends(x[ox]), oy, _run_ends(y[oy]), seed, out, nt)
+        ex, ey = _run_ends(x[ox]), _run_ends(y[oy])
+
+        def run(first, stop):
+            _boot.boot_spearman(ox, ex, oy, ey, seed, out[first:stop], nt, first)
     else:
         order = np.lexsort((y, x))
         xs, ys = x[order], y[order]
@@ -67,19 +102,43 @@ def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):
         xrun = _run_ends(xs).astype(np.intc)
         same_xy = np.concatenate(((xs[1:] == xs[:-1]) & (ys[1:] == ys[:-1]), [False]))
         xyrun = _run_ends_from_flags(same_xy, n).astype(np.intc)
-        _boot.boot_kendall(np.ascontiguousarray(order, dtype=np.intp),
-                           np.ascontiguousarray(ycode, dtype=np.intc), xrun, xyrun,
-                           int(ycode.max()) + 1, seed, out, nt)
+        order = np.ascontiguousarray(order, dtype=np.intp)
+        ycode = np.ascontiguousarray(ycode, dtype=np.intc)
+        n_ycodes = int(ycode.max()) + 1
+
+        def run(first, stop):
+            _boot.boot_kendall(order, ycode, xrun, xyrun, n_ycodes, seed, out[first:stop],
+                               nt, first)
+    _run_chunks(run, n_resamples, nt)
     return out
 
 
+def _scaled(v: np.ndarray) -> np.ndarray:
+    """v times a power of two that brings max|v| near 1.
+
+    Exact (only the exponent changes, unless a value falls below the normal
+    range, where its share of any sum is below rounding anyway), so Pearson's
+    r is unchanged, but squares and co-moments stay inside the range of
+    float64 for |v| up to 1.8e308 and down to the subnormals.
+    """
+    m = float(np.max(np.abs(v))) if v.shape[0] else 0.0
+    if m == 0 or not math.isfinite(m):
+        return v
+    return np.ldexp(v, -math.frexp(m)[1])
+
+
 def _centred(v: np.ndarray) -> np.ndarray:
-    """v minus its mean, re-centred once: under a large common offset the mean
-    is off by ulps of the offset, the deviations are exact differences, and
-    their mean is that error."""
+    """v minus its mean, re-centred once, scaled by a power of two.
+
+    Under a large common offset the mean is off by ulps of the offset, the
+    deviations are exact differences, and their mean is that error.  The data
+    are scaled before (so the mean cannot overflow) and the deviations after
+    (so their squares neither overflow nor underflow); both are exact.
+    """
+    v = _scaled(v)
     dev = v - v.mean()
     dev -= dev.mean()
-    return dev
+    return _scaled(dev)
 
 
 def _run_ends_from_flags(same_next: np.ndarray, n: int) -> np.ndarray:
