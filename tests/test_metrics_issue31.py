@@ -86,3 +86,79 @@ def test_bootstrap_chunks_do_not_change_the_distribution(monkeypatch):
         np.testing.assert_array_equal(whole.bootstrap_distribution,
                                       parts.bootstrap_distribution)
         assert whole.confidence_interval == parts.confidence_interval
+
+
+# ------------------------------------------------------------ extreme magnitudes
+
+SCALES = [1e160, 1e-200, 1e300, 1e-300, 2.0**1000, 2.0**-1000]
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize("ci", ["bca", "percentile"])
+def test_bootstrap_ci_is_finite_at_extreme_magnitudes(scale, ci):
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=150)
+    y = 0.6 * x + rng.normal(size=150)
+    ref = metrics.bootstrap_ci(x, y, n_resamples=199, seed=4, ci=ci)
+    for xs, ys in ((x * scale, y), (x, y * scale), (x * scale, y * scale)):
+        b = metrics.bootstrap_ci(xs, ys, n_resamples=199, seed=4, ci=ci)
+        assert np.isfinite(b.bootstrap_distribution).all()
+        np.testing.assert_allclose(b.bootstrap_distribution, ref.bootstrap_distribution,
+                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(b.confidence_interval, ref.confidence_interval,
+                                   rtol=0, atol=1e-12)
+        assert b.statistic == pytest.approx(ss.pearsonr(xs, ys).statistic, abs=1e-12)
+
+
+def test_bootstrap_ci_power_of_two_scale_changes_no_bit():
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=500) * 3.7 + 12
+    y = x + rng.normal(size=500)
+    a = metrics.bootstrap_ci(x, y, n_resamples=300, seed=2)
+    b = metrics.bootstrap_ci(x * 2.0**-600, y * 2.0**600, n_resamples=300, seed=2)
+    np.testing.assert_array_equal(a.bootstrap_distribution, b.bootstrap_distribution)
+    assert a.confidence_interval == b.confidence_interval
+
+
+def test_bootstrap_distribution_has_no_drift_under_an_exact_offset():
+    # Issue 31 reported a 7e-9 drift at an offset of 1e9.  That came from the
+    # data: x + 1e9 rounds every value to a multiple of 2**-23 (1.2e-7), which
+    # moves r by ~1e-8 before any resampling.  With data that the offset moves
+    # exactly (multiples of 2**-20), the distribution is the same to 1e-15:
+    # the resample sums run over data centred (and re-centred) on the mean.
+    rng = np.random.default_rng(7)
+    noise = np.round(rng.normal(size=20_000) * 1000) * 2.0**-20
+    y = noise + rng.normal(size=20_000) * 1e-3
+    assert ((noise + 1e9) - 1e9 == noise).all()
+    a = metrics.bootstrap_ci(noise, y, n_resamples=200, seed=1)
+    b = metrics.bootstrap_ci(noise + 1e9, y, n_resamples=200, seed=1)
+    np.testing.assert_allclose(a.bootstrap_distribution, b.bootstrap_distribution,
+                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(a.confidence_interval, b.confidence_interval, rtol=0,
+                               atol=1e-13)
+
+
+KRIPP = np.array([[1, 2, 3, 3, np.nan, 2.5], [1, 2.5, 3, 4, 4, 1],
+                  [np.nan, 3, 3, 4, 5, 2]])
+
+
+@pytest.mark.parametrize("scale", [1e-170, 1e200, 1e-300, 1e300, 2.0**-1020])
+def test_krippendorff_interval_alpha_at_extreme_magnitudes(scale):
+    ref = metrics.krippendorff_alpha(KRIPP)
+    dom = np.unique(KRIPP[~np.isnan(KRIPP)])
+    assert metrics.krippendorff_alpha(KRIPP * scale) == pytest.approx(ref, abs=1e-12)
+    assert metrics.krippendorff_alpha(KRIPP * scale, value_domain=dom * scale) == \
+        pytest.approx(ref, abs=1e-12)
+    counts = [[3, 0, 0], [0, 2, 1], [1, 1, 1]]
+    ref_counts = metrics.krippendorff_alpha(value_counts=counts, value_domain=[1, 2, 3])
+    assert metrics.krippendorff_alpha(value_counts=counts,
+                                      value_domain=[scale, 2 * scale, 3 * scale]) == \
+        pytest.approx(ref_counts, abs=1e-12)
+
+
+def test_krippendorff_interval_alpha_matches_the_package_on_ordinary_data():
+    krippendorff = pytest.importorskip("krippendorff")
+    for scale in (1.0, 1e-3, 1e5):
+        ours = metrics.krippendorff_alpha(KRIPP * scale)
+        theirs = krippendorff.alpha(KRIPP * scale, level_of_measurement="interval")
+        assert ours == pytest.approx(theirs, abs=1e-12)
