@@ -302,10 +302,11 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
     -------
     BootstrapResult
     """
-    x = as_float_vector(x, "x")
-    y = as_float_vector(y, "y")
-    check_same_length(x, y, "x", "y")
     check_choice(method, "method", METHODS)
+    # the rank methods see integers beyond 2**53 as their exact order
+    x = as_float_vector(x, "x", method != "pearson")
+    y = as_float_vector(y, "y", method != "pearson")
+    check_same_length(x, y, "x", "y")
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     cl = check_confidence_level(confidence_level)
     check_choice(ci, "ci", ("bca", "percentile", "basic"))

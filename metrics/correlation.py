@@ -59,9 +59,9 @@ __all__ = [
 ]
 
 
-def _prepare(x, y, alternative, nan_policy):
-    x = as_float_vector(x, "x")
-    y = as_float_vector(y, "y")
+def _prepare(x, y, alternative, nan_policy, order_only=False):
+    x = as_float_vector(x, "x", order_only)
+    y = as_float_vector(y, "y", order_only)
     check_same_length(x, y, "x", "y")
     check_choice(alternative, "alternative", ALTERNATIVES)
     check_choice(nan_policy, "nan_policy", NAN_POLICIES)
@@ -265,8 +265,8 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
     _check_options(alternative, nan_policy)
     axis = _check_axis(axis)
     nt = resolve_threads(n_threads)
-    xa = as_real_array(x, "x")
-    ya = None if y is None else as_real_array(y, "y")
+    xa = as_real_array(x, "x", order_only=True)
+    ya = None if y is None else as_real_array(y, "y", order_only=True)
     if axis is not None and axis not in (0, 1, -1):
         raise ValueError(f"spearman handles 1-D or 2-D arrays: axis must be 0, 1 or None, "
                          f"got {axis}")
@@ -435,7 +435,7 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
     check_choice(variant, "variant", ("b", "c"))
     axis = _check_axis(axis)
     nt = resolve_threads(n_threads)
-    xa, ya = as_real_array(x, "x"), as_real_array(y, "y")
+    xa, ya = as_real_array(x, "x", order_only=True), as_real_array(y, "y", order_only=True)
     if axis is None or (xa.ndim <= 1 and ya.ndim <= 1):
         if xa.size != ya.size:
             raise ValueError(f"x and y must have the same length (size), got {xa.size} and {ya.size}")

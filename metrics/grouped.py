@@ -155,8 +155,9 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     -------
     GroupedResult
     """
-    x, y = _correlation._prepare(x, y, alternative, nan_policy)
     check_choice(method, "method", METHODS)
+    # the rank methods see integers beyond 2**53 as their exact order
+    x, y = _correlation._prepare(x, y, alternative, nan_policy, method != "pearson")
     nt = resolve_threads(n_threads)
     codes, base, labels, n_slots = _factorize(groups, x.shape[0])
     if nan_policy == "raise" and _has_nan(x, y):

@@ -162,3 +162,80 @@ def test_krippendorff_interval_alpha_matches_the_package_on_ordinary_data():
         ours = metrics.krippendorff_alpha(KRIPP * scale)
         theirs = krippendorff.alpha(KRIPP * scale, level_of_measurement="interval")
         assert ours == pytest.approx(theirs, abs=1e-12)
+
+
+# ------------------------------------------------------------ integers beyond 2**53
+
+def _big_int_cases():
+    rng = np.random.default_rng(11)
+    ts = np.int64(1733300000123456789) + rng.integers(0, 50, 5000)  # ns timestamps, ties
+    return {
+        "int64 2**60 + k": (np.int64(2**60) + np.arange(5), np.array([1, 2, 3, 5, 4])),
+        "ns timestamps, perfectly ordered": (
+            np.int64(1733300000123456789) + 7 * np.arange(8), -np.arange(8)),
+        "int64 near its limits": (
+            np.array([2**63 - 1, 2**63 - 2, -2**63, -2**63 + 1, 0, 2**63 - 1, 3], np.int64),
+            np.array([1, 2, 3, 5, 4, 7, 6])),
+        "uint64 above 2**63": (
+            np.array([2**63 + 1, 2**63 + 2, 2**64 - 1, 2**63, 5, 2**64 - 2, 2**63 + 1],
+                     np.uint64),
+            np.array([1, 2, 3, 5, 4, 7, 6], np.uint64)),
+        "timestamps, n = 5000 (radix path)": (ts, rng.integers(0, 1000, 5000) + 2**62),
+        "timestamps against floats": (ts[:300], rng.normal(size=300)),
+    }
+
+
+BIG_INTS = _big_int_cases()
+
+
+def _exact_reference(func, x, y):
+    # scipy.stats.rankdata sorts integers exactly; both statistics depend
+    # only on the ranks (and scipy's own spearmanr/kendalltau convert mixed
+    # int/float input to float64 first)
+    return func(ss.rankdata(x), ss.rankdata(y))
+
+
+@pytest.mark.parametrize("case", sorted(BIG_INTS))
+@pytest.mark.parametrize("ours, theirs", [(metrics.spearman, ss.spearmanr),
+                                          (metrics.kendall, ss.kendalltau)])
+def test_rank_correlations_rank_integers_as_integers(case, ours, theirs):
+    x, y = BIG_INTS[case]
+    ref = _exact_reference(theirs, x, y)
+    for a, b in ((x, y), (y, x)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            res = ours(a, b)
+        assert res.statistic == pytest.approx(float(ref.statistic), abs=1e-12)
+        assert res.pvalue == pytest.approx(float(ref.pvalue), abs=1e-12)
+    if x.dtype == y.dtype:  # scipy's own functions are exact here
+        direct = theirs(x, y)
+        assert res.statistic == pytest.approx(float(direct.statistic), abs=1e-12)
+        assert res.pvalue == pytest.approx(float(direct.pvalue), abs=1e-12)
+
+
+def test_issue_examples_for_big_integers():
+    x = np.int64(2**60) + np.arange(5)
+    res = metrics.kendall(x, [1, 2, 3, 5, 4])
+    assert res.statistic == pytest.approx(0.8, abs=1e-12)
+    ts = np.int64(1733300000123456789) + 7 * np.arange(8)
+    assert metrics.spearman(ts, -np.arange(8)).statistic == -1.0
+
+
+def test_grouped_bootstrap_and_matrix_rank_integers_as_integers():
+    x, y = BIG_INTS["timestamps, n = 5000 (radix path)"]
+    xr = ss.rankdata(x)
+    g = np.arange(x.shape[0]) % 3
+    for method in ("spearman", "kendall"):
+        a = metrics.grouped(x, y, g, method=method)
+        b = metrics.grouped(xr, y, g, method=method)
+        assert tuple(a.overall) == tuple(b.overall)
+        for k in a.groups:
+            assert tuple(a.groups[k]) == tuple(b.groups[k])
+        ba = metrics.bootstrap_ci(x[:400], y[:400], method=method, n_resamples=60, seed=3)
+        bb = metrics.bootstrap_ci(xr[:400], y[:400], method=method, n_resamples=60, seed=3)
+        np.testing.assert_array_equal(ba.bootstrap_distribution, bb.bootstrap_distribution)
+    m = np.column_stack((x[:50], y[:50], x[50:100]))
+    res = metrics.spearman(m)
+    ref = ss.spearmanr(np.column_stack([ss.rankdata(c) for c in m.T]))
+    np.testing.assert_allclose(res.statistic, ref.statistic, rtol=0, atol=1e-12)
+
