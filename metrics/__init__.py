@@ -21,7 +21,15 @@ __version__ = "0.1.0"
 
 from .agreement import SplitHalfResult, krippendorff_alpha, split_half, trimmed_mean
 from .bootstrap import BootstrapResult, bootstrap_ci
-from .correlation import ConfidenceInterval, CorrelationResult, PearsonResult, kendall, pearson, spearman
+from .correlation import (
+    ConfidenceInterval,
+    CorrelationResult,
+    PearsonResult,
+    RankCorrelationResult,
+    kendall,
+    pearson,
+    spearman,
+)
 from .grouped import GroupedResult, grouped
 from .relation import (
     RelationF1,
@@ -41,6 +49,7 @@ __all__ = [
     "CorrelationResult",
     "GroupedResult",
     "PearsonResult",
+    "RankCorrelationResult",
     "RelationF1",
     "RelationLabels",
     "RelationScore",

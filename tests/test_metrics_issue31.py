@@ -239,3 +239,87 @@ def test_grouped_bootstrap_and_matrix_rank_integers_as_integers():
     ref = ss.spearmanr(np.column_stack([ss.rankdata(c) for c in m.T]))
     np.testing.assert_allclose(res.statistic, ref.statistic, rtol=0, atol=1e-12)
 
+
+
+# ------------------------------------------------------------ rank-correlation intervals
+
+def _fisher(r, se, cl=0.95):
+    z = ss.norm.ppf(0.5 + cl / 2)
+    return np.tanh(np.arctanh(r) - z * se), np.tanh(np.arctanh(r) + z * se)
+
+
+def test_rank_correlation_confidence_interval_is_fisher_z_with_bonett_wright_errors():
+    rng = np.random.default_rng(12)
+    x = rng.normal(size=80)
+    y = 0.4 * x + rng.normal(size=80)
+    rho = metrics.spearman(x, y)
+    lo, hi = rho.confidence_interval()
+    ref = _fisher(rho.statistic, np.sqrt((1 + rho.statistic**2 / 2) / 77))
+    assert (lo, hi) == pytest.approx(ref, abs=1e-14)
+    tau = metrics.kendall(x, y)
+    lo, hi = tau.confidence_interval(0.9)
+    assert (lo, hi) == pytest.approx(_fisher(tau.statistic, np.sqrt(0.437 / 76), 0.9),
+                                     abs=1e-14)
+    # one-sided alternatives, as Pearson's
+    less = metrics.spearman(x, y, alternative="less").confidence_interval()
+    assert less[0] == -1.0
+    assert less[1] == pytest.approx(
+        np.tanh(np.arctanh(rho.statistic) + ss.norm.ppf(0.95)
+                * np.sqrt((1 + rho.statistic**2 / 2) / 77)), abs=1e-14)
+    greater = metrics.kendall(x, y, alternative="greater").confidence_interval()
+    assert greater[1] == 1.0 and greater[0] < tau.statistic
+    # too few pairs: the whole range; undefined statistic: NaN
+    assert tuple(metrics.kendall([1, 2, 3, 4], [1, 3, 2, 4]).confidence_interval()) == (-1, 1)
+    assert tuple(metrics.spearman([1, 2, 3], [1, 3, 2]).confidence_interval()) == (-1, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nan_ci = metrics.spearman([1, 1, 1, 1, 1], [1, 2, 3, 4, 5]).confidence_interval()
+    assert np.isnan(nan_ci).all()
+
+
+def test_rank_correlation_interval_covers_the_population_value():
+    # bivariate normal, rho = 0.5: Spearman's population value is
+    # (6/pi) asin(rho/2), Kendall's (2/pi) asin(rho)
+    rng = np.random.default_rng(13)
+    rho, n, reps = 0.5, 60, 400
+    targets = {"spearman": 6 / np.pi * np.arcsin(rho / 2),
+               "kendall": 2 / np.pi * np.arcsin(rho)}
+    hits = {"spearman": 0, "kendall": 0}
+    for _ in range(reps):
+        x = rng.normal(size=n)
+        y = rho * x + np.sqrt(1 - rho**2) * rng.normal(size=n)
+        for name, f in (("spearman", metrics.spearman), ("kendall", metrics.kendall)):
+            lo, hi = f(x, y).confidence_interval()
+            hits[name] += lo <= targets[name] <= hi
+    for name in hits:
+        assert 0.92 <= hits[name] / reps <= 0.98, (name, hits[name] / reps)
+
+
+@pytest.mark.parametrize("func", [metrics.spearman, metrics.kendall])
+def test_rank_correlation_bootstrap_interval_uses_bootstrap_ci(func):
+    rng = np.random.default_rng(14)
+    x = rng.normal(size=120)
+    y = x + rng.normal(size=120)
+    res = func(x, y)
+    bm = ss.BootstrapMethod(n_resamples=499, method="percentile",
+                            rng=np.random.default_rng(5))
+    lo, hi = res.confidence_interval(method=bm)
+    seed = int(np.random.default_rng(5).integers(0, 2**63))
+    ref = metrics.bootstrap_ci(x, y, method=res.method, n_resamples=499, ci="percentile",
+                               seed=seed)
+    assert (lo, hi) == tuple(ref.confidence_interval)
+    with pytest.raises(ValueError, match="method"):
+        res.confidence_interval(method="bca")
+
+
+def test_rank_interval_edge_cases_name_the_problem():
+    x, y = [1, 2, 3, 4, 5, 6], [2, 1, 4, 3, 6, 5]
+    with pytest.raises(ValueError, match="tau-c"):
+        metrics.kendall(x, y, variant="c").confidence_interval()
+    with pytest.raises(ValueError, match="confidence_level"):
+        metrics.spearman(x, y).confidence_interval(1.5)
+    g = metrics.grouped(np.arange(40.0), np.arange(40.0) % 7, np.arange(40) % 2,
+                        method="spearman")
+    for r in (*g.groups.values(), g.overall):
+        lo, hi = r.confidence_interval()
+        assert -1 <= lo <= r.statistic <= hi <= 1
