@@ -114,7 +114,7 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
         # squared differences inside float64 for values from ~1e-300 to 1e308
         e = _scale_exponent(r, domain)
         r = np.ldexp(r, -e) if e else r
-        domain = None if domain is None or not e else np.ldexp(domain, -e)
+        domain = np.ldexp(domain, -e) if e and domain is not None else domain
     if level == "interval" and domain is None:
         return _interval_alpha(r, nt)
     codes, distinct, ordered = _value_codes(r)

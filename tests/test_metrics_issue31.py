@@ -323,3 +323,10 @@ def test_rank_interval_edge_cases_name_the_problem():
     for r in (*g.groups.values(), g.overall):
         lo, hi = r.confidence_interval()
         assert -1 <= lo <= r.statistic <= hi <= 1
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e200])
+def test_krippendorff_interval_value_domain_is_still_checked(scale):
+    with pytest.raises(ValueError, match="not in value_domain"):
+        metrics.krippendorff_alpha(np.array([[1, 2], [4, 2]]) * scale,
+                                   value_domain=np.array([1, 2, 3]) * scale)
