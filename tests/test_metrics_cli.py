@@ -343,17 +343,33 @@ def test_corr_on_mint_positional(tmp_path):
 
 
 def test_metrics_version_is_the_distributions():
-    # metrics keeps its own __version__ (it uses only overlap's public names);
-    # both packages ship in one distribution, whose version is in pyproject.toml
+    # the version is written once, as overlap.__version__; pyproject.toml reads
+    # it ([tool.setuptools.dynamic]) and metrics.__version__ is the same string
     import re
 
     import metrics
     import overlap
 
-    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
-    declared = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
-    assert metrics.__version__ == declared == overlap.__version__
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "pyproject.toml").read_text()
+    assert not re.search(r'^version\s*=\s*"', text, re.M), "a second, static version"
+    assert re.search(r'^dynamic\s*=\s*\[[^]]*"version"', text, re.M)
+    assert re.search(r'^version\s*=\s*\{\s*attr\s*=\s*"overlap.__version__"\s*\}', text,
+                     re.M)
+    written = re.findall(r'^__version__\s*=\s*"([^"]+)"',
+                         (root / "overlap" / "__init__.py").read_text(), re.M)
+    assert written == [overlap.__version__]
+    assert metrics.__version__ == overlap.__version__ == "0.2.0.dev0"
+    assert "__version__ = \"" not in (root / "metrics" / "__init__.py").read_text()
 
+
+def test_both_command_lines_print_the_same_version(tmp_path):
+    import overlap
+
+    outs = [subprocess.run([sys.executable, "-m", pkg, "--version"], capture_output=True,
+                           text=True, cwd=tmp_path, env=_env()) for pkg in ("overlap", "metrics")]
+    assert [p.returncode for p in outs] == [0, 0]
+    assert [p.stdout.split()[-1] for p in outs] == [overlap.__version__] * 2
 
 
 # ------------------------------------------------------------ issue 31
