@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _agree
+from ._chunks import run_chunks
 from ._validation import _asarray, as_ratings, check_choice, check_positive_int, check_seed, resolve_threads
 
 __all__ = ["SplitHalfResult", "krippendorff_alpha", "split_half", "trimmed_mean"]
@@ -253,8 +254,14 @@ def _combine(per_unit, totals, t, level, nt) -> float:
         expected = float(n * n - int(np.sum(totals * totals)))
     elif level == "ratio":
         row = np.empty(len(tc))
-        # V^2 work: a parallel region pays off only for thousands of values
-        _agree.ratio_expected(tc, nc, row, nt if len(tc) >= 2048 else 1)
+        # V^2 work: a parallel region pays off only for thousands of values;
+        # rows go in short calls so that Ctrl-C stops a long one
+        threads = nt if len(tc) >= 2048 else 1
+
+        def run(first, stop):
+            _agree.ratio_expected(tc, nc, row[first:stop], threads, first)
+
+        run_chunks(run, len(tc), 64 * threads)
         expected = _dot(nc, row)
     else:
         # 2 n sum_c n_c (t_c - mean)^2, about a value near the center

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 import warnings
 from dataclasses import dataclass
 
@@ -11,6 +10,7 @@ import numpy as np
 from scipy import special
 
 from . import _boot
+from ._chunks import CHUNK_SECONDS, run_chunks
 from ._results import METHODS, ConfidenceInterval
 from ._statistics import finite_statistic
 from ._validation import (
@@ -52,32 +52,11 @@ class BootstrapResult:
     ci: str
 
 
-#: Seconds of work one kernel call aims at.  Ctrl-C is handled between calls,
-#: so a long bootstrap stops within about this long (as overlap's search).
-CHUNK_SECONDS = 0.5
-
-
-def _run_chunks(run, total: int, nt: int, *, seconds: float = CHUNK_SECONDS,
-                clock=time.perf_counter) -> None:
-    """Call ``run(first, stop)`` on consecutive ranges of resamples.
-
-    The first call holds 4 resamples per thread; each next one as many as the
-    previous one ran in ``seconds`` (at most four times as many), so every
-    call returns to Python soon and a pending KeyboardInterrupt is raised
-    between calls.  Resample b depends only on (seed, b), so the chunking never
-    changes the result.
-    """
-    least = 4 * max(1, nt)
-    first, size = 0, least
-    while first < total:
-        stop = min(total, first + size)
-        t0 = clock()
-        run(first, stop)
-        elapsed = clock() - t0
-        done = stop - first
-        rate = done * seconds / elapsed if elapsed > 0 else 4.0 * done
-        size = max(least, int(min(rate, 4.0 * done)))
-        first = stop
+def _run_chunks(run, total: int, nt: int, *, seconds: float = CHUNK_SECONDS) -> None:
+    """Resamples ``0 .. total`` in calls of about ``seconds`` (4 resamples per
+    thread at first), so Ctrl-C stops a long bootstrap; resample b depends
+    only on (seed, b), so the chunking never changes the result."""
+    run_chunks(run, total, 4 * max(1, nt), seconds=seconds)
 
 
 def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):

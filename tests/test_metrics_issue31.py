@@ -22,28 +22,44 @@ PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # ------------------------------------------------------------ Ctrl-C in bootstrap_ci
 
-@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
-@pytest.mark.parametrize("method", ["pearson", "kendall"])
-def test_ctrl_c_stops_bootstrap_ci_soon_and_the_process_stays_usable(
-        method, sigint_reaches_children):
+LONG_CALLS = {
     # minutes of work in one call: before the fix one kernel call ran every
-    # resample and the signal was seen only after it
-    code = f"""
-        import numpy as np, metrics
-        rng = np.random.default_rng(0)
+    # resample (or every row of the V x V ratio sum) and the signal was seen
+    # only after it
+    "bootstrap pearson": """
         x = rng.normal(size=100_000); y = x + rng.normal(size=100_000)
-        print("running", flush=True)
-        try:
-            metrics.bootstrap_ci(x, y, method={method!r}, n_resamples=10**6, seed=1,
-                                 ci="percentile")
-            print("finished", flush=True)
-        except KeyboardInterrupt:
-            print("interrupted", flush=True)
-        b = metrics.bootstrap_ci([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_resamples=50, seed=0)
-        print("usable", len(b.bootstrap_distribution), flush=True)
-    """
+        metrics.bootstrap_ci(x, y, n_resamples=10**6, seed=1, ci="percentile")
+    """,
+    "bootstrap kendall": """
+        x = rng.normal(size=100_000); y = x + rng.normal(size=100_000)
+        metrics.bootstrap_ci(x, y, method="kendall", n_resamples=10**6, seed=1,
+                             ci="percentile")
+    """,
+    "alpha ratio, 400,000 distinct values": """
+        metrics.krippendorff_alpha(rng.uniform(1, 8, (2, 200_000)), level="ratio")
+    """,
+}
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
+@pytest.mark.parametrize("call", sorted(LONG_CALLS))
+def test_ctrl_c_stops_a_long_metrics_call_soon_and_the_process_stays_usable(
+        call, sigint_reaches_children):
+    body = textwrap.indent(textwrap.dedent(LONG_CALLS[call]).strip(), " " * 4)
+    code = f"""
+import numpy as np, metrics
+rng = np.random.default_rng(0)
+print("running", flush=True)
+try:
+{body}
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+b = metrics.bootstrap_ci([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_resamples=50, seed=0)
+print("usable", len(b.bootstrap_distribution), flush=True)
+"""
     env = dict(os.environ, PYTHONPATH=PKG_ROOT)
-    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=PKG_ROOT,
+    p = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=PKG_ROOT,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "running"
@@ -53,13 +69,14 @@ def test_ctrl_c_stops_bootstrap_ci_soon_and_the_process_stays_usable(
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            pytest.fail("bootstrap_ci did not stop within 30 s of Ctrl-C")
+            pytest.fail(f"{call} did not stop within 30 s of Ctrl-C")
         latency = time.monotonic() - sent
         out, err = p.communicate()
     finally:
         p.kill()
     assert out.split("\n")[:2] == ["interrupted", "usable 50"], (out, err)
-    # one kernel call aims at 0.5 s; the bound is loose for a loaded machine
+    # one kernel call aims at 0.5 s (metrics/_chunks.py); the bound is loose
+    # for a loaded machine
     assert latency < 10.0, latency
 
 
@@ -330,3 +347,23 @@ def test_krippendorff_interval_value_domain_is_still_checked(scale):
     with pytest.raises(ValueError, match="not in value_domain"):
         metrics.krippendorff_alpha(np.array([[1, 2], [4, 2]]) * scale,
                                    value_domain=np.array([1, 2, 3]) * scale)
+
+
+def test_ratio_alpha_in_short_calls_is_unchanged(monkeypatch):
+    from metrics import _chunks, agreement
+
+    rng = np.random.default_rng(15)
+    m = np.round(rng.uniform(0, 50, (4, 3000)), 2)
+    whole = metrics.krippendorff_alpha(m, level="ratio")
+    sizes = []
+    real = _chunks.run_chunks
+
+    def tiny(run, total, least, **kw):
+        def logged(first, stop):
+            sizes.append(stop - first)
+            run(first, stop)
+        return real(logged, total, 1, seconds=1e-9)
+
+    monkeypatch.setattr(agreement, "run_chunks", tiny)
+    assert metrics.krippendorff_alpha(m, level="ratio") == whole
+    assert len(sizes) > 3
