@@ -258,7 +258,12 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
     generator keyed by (seed, b) (splitmix64), so the same seed gives the same
     interval for every ``n_threads``.  A resample is held as n
     multiplicities, never as a copy of the data: memory is O(n_resamples + n)
-    plus O(n) scratch per thread.  Resamples run in parallel.
+    plus O(n) scratch per thread.  Resamples run in parallel, in kernel calls
+    of about 0.5 s each, so Ctrl-C (KeyboardInterrupt) stops a long call
+    within about that long; the chunking never changes the result.
+    Pearson's resamples use the data centred on the sample mean and scaled by
+    a power of two (exact), so a large common offset costs no accuracy and
+    magnitudes from about 1e-300 to 1e300 give finite results.
 
     Intervals (as ``scipy.stats.bootstrap``): ``"percentile"``, ``"basic"``
     and ``"bca"`` (bias-corrected and accelerated; the acceleration comes from
@@ -271,6 +276,7 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
     ----------
     x, y : array_like, 1-D, same length, without NaN, n >= 2
     method : {"pearson", "spearman", "kendall"}
+        The rank methods rank integer input beyond +-2**53 by its exact order.
     n_resamples : int >= 1
     confidence_level : float in (0, 1)
     ci : {"bca", "percentile", "basic"}

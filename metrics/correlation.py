@@ -248,6 +248,9 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
     the matrix of correlations and the matrix of p-values -- a scalar pair when
     there are exactly two variables -- as ``spearmanr`` returns.
 
+    Integers are ranked by their exact values, also beyond 2**53 where
+    float64 would merge neighbours (nanosecond timestamps, uint64 ids).
+
     Parameters
     ----------
     x, y : array_like
@@ -261,7 +264,9 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
 
     Returns
     -------
-    CorrelationResult
+    RankCorrelationResult
+        ``(statistic, pvalue)`` with ``confidence_interval()`` (Fisher's z
+        with Bonett and Wright's standard error, or a bootstrap).
     """
     _check_options(alternative, nan_policy)
     axis = _check_axis(axis)
@@ -411,7 +416,7 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
     n <= 33 or the data are (almost) perfectly ordered, asymptotic (normal,
     with scipy's tie-corrected variance) otherwise; ``method`` forces one.
     Fewer than 2 pairs give NaN with a ``SmallSampleWarning``; a constant input
-    gives NaN.
+    gives NaN.  Integers are ranked by their exact values, also beyond 2**53.
 
     Parameters
     ----------
@@ -429,7 +434,9 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
 
     Returns
     -------
-    CorrelationResult
+    RankCorrelationResult
+        ``(statistic, pvalue)`` with ``confidence_interval()`` (tau-b: Fisher's
+        z with the Fieller standard error, or a bootstrap).
     """
     _check_options(alternative, nan_policy)
     check_choice(method, "method", ("auto", "exact", "asymptotic"))
