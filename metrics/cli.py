@@ -311,8 +311,10 @@ def _run_corr(args, out, err) -> int:
         raise InputError(f"--n-resamples must be >= 1, got {args.n_resamples}")
     funcs = {"pearson": pearson, "spearman": spearman, "kendall": kendall}
     rows = []
+    # the statistics' warnings (constant input, too few rows, a degenerate
+    # bootstrap) become one line each on stderr, after the table
     with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+        warnings.simplefilter("always", RuntimeWarning)
         if args.by:
             groups = [e[0] for e in gextra]
             res = grouped(x, y, groups, method=args.method)
@@ -335,6 +337,9 @@ def _run_corr(args, out, err) -> int:
         print(line, file=out)
     notes = []
     for w in caught:
+        if not issubclass(w.category, RuntimeWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
         note = str(w.message).splitlines()[0] if str(w.message) else type(w.message).__name__
         if note not in notes:
             notes.append(note)
