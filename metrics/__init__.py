@@ -15,13 +15,25 @@ alpha ...`` (Krippendorff's alpha of an annotation table); ``python -m metrics
 --version``.
 """
 
-# The version of the distribution (overlap-metrics, pyproject.toml), as
-# overlap.__version__ is; tests/test_metrics_cli.py checks that all three agree.
-__version__ = "0.1.0"
+# The version of the distribution (overlap-metrics): written once, as
+# overlap.__version__, which pyproject.toml reads too; tests/test_metrics_cli.py
+# checks that they agree.
+import overlap as _overlap
+
+__version__ = _overlap.__version__
+del _overlap
 
 from .agreement import SplitHalfResult, krippendorff_alpha, split_half, trimmed_mean
 from .bootstrap import BootstrapResult, bootstrap_ci
-from .correlation import ConfidenceInterval, CorrelationResult, PearsonResult, kendall, pearson, spearman
+from .correlation import (
+    ConfidenceInterval,
+    CorrelationResult,
+    PearsonResult,
+    RankCorrelationResult,
+    kendall,
+    pearson,
+    spearman,
+)
 from .grouped import GroupedResult, grouped
 from .relation import (
     RelationF1,
@@ -41,6 +53,7 @@ __all__ = [
     "CorrelationResult",
     "GroupedResult",
     "PearsonResult",
+    "RankCorrelationResult",
     "RelationF1",
     "RelationLabels",
     "RelationScore",

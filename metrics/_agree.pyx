@@ -447,17 +447,21 @@ def unit_disagreement_counts(const double[:, ::1] counts, const double[::1] t, i
 
 # ---------------------------------------------------------------- expected, ratio
 
-def ratio_expected(const double[::1] x, const double[::1] n, double[::1] row, int n_threads):
-    """row[c] = sum_k n[k] ((x[c] - x[k]) / (x[c] + x[k]))^2 (0 where x[c] + x[k] == 0):
-    O(V^2) time, O(V) memory."""
-    cdef Py_ssize_t V = x.shape[0], c, k
+def ratio_expected(const double[::1] x, const double[::1] n, double[::1] row, int n_threads,
+                   Py_ssize_t first=0):
+    """row[c] = sum_k n[k] ((x[first + c] - x[k]) / (x[first + c] + x[k]))^2 (0 where
+    the sum is 0) for c < len(row): rows ``first ..`` of the V x V sum, O(len(row) V)
+    time, so a caller can split the O(V^2) work into short calls."""
+    cdef Py_ssize_t V = x.shape[0], m = row.shape[0], c, k
     cdef double s, q, xc
-    if n.shape[0] != V or row.shape[0] != V:
-        raise ValueError("ratio_expected: x, n and row differ in length")
+    if n.shape[0] != V:
+        raise ValueError("ratio_expected: x and n differ in length")
+    if first < 0 or m > V - first:
+        raise ValueError(f"ratio_expected: rows {first}..{first + m} outside 0..{V}")
     with nogil:
-        for c in prange(V, num_threads=n_threads, schedule='dynamic', chunksize=64):
+        for c in prange(m, num_threads=n_threads, schedule='dynamic', chunksize=64):
             s = 0
-            xc = x[c]
+            xc = x[first + c]
             for k in range(V):
                 if xc + x[k] != 0:
                     q = (xc - x[k]) / (xc + x[k])

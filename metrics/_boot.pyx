@@ -87,11 +87,14 @@ cdef inline double _weighted_r(const int* w, const double* xc, const double* yc,
 
 
 def boot_pearson(const double[::1] xc, const double[::1] yc, uint64_t seed,
-                 double[::1] out, int n_threads):
-    """Pearson r of every resample; xc, yc centred on the full-sample means."""
+                 double[::1] out, int n_threads, Py_ssize_t first=0):
+    """Pearson r of resamples ``first .. first + len(out) - 1`` into ``out``;
+    xc, yc centred on the full-sample means."""
     cdef Py_ssize_t n = xc.shape[0], B = out.shape[0], b
     if yc.shape[0] != n:
         raise ValueError(f"boot_pearson: {n} x values against {yc.shape[0]} y values")
+    if first < 0:
+        raise ValueError(f"boot_pearson: first must be >= 0, got {first}")
     cdef int* w
     cdef int failed = 0
     cdef int* failp = &failed
@@ -101,7 +104,7 @@ def boot_pearson(const double[::1] xc, const double[::1] yc, uint64_t seed,
             failp[0] = 1
         for b in prange(B, schedule='dynamic', chunksize=16):
             if w != NULL:
-                _draw_counts(w, n, _key(seed, <uint64_t>b))
+                _draw_counts(w, n, _key(seed, <uint64_t>(first + b)))
                 out[b] = _weighted_r(w, &xc[0], &yc[0], n)
         free(w)
     if failed:
@@ -154,13 +157,16 @@ cdef inline double _weighted_rank_r(const int* w, const double* rx, const double
 
 def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
                   const Py_ssize_t[::1] oy, const Py_ssize_t[::1] ey,
-                  uint64_t seed, double[::1] out, int n_threads):
-    """Spearman rho of every resample from the sorted orders of x and y."""
+                  uint64_t seed, double[::1] out, int n_threads, Py_ssize_t first=0):
+    """Spearman rho of resamples ``first ..`` (one per slot of ``out``) from
+    the sorted orders of x and y."""
     cdef Py_ssize_t n = ox.shape[0], B = out.shape[0], b
     check_indices(ox, n, n, "boot_spearman: ox")
     check_indices(oy, n, n, "boot_spearman: oy")
     check_run_ends(ex, n, "boot_spearman: ex")
     check_run_ends(ey, n, "boot_spearman: ey")
+    if first < 0:
+        raise ValueError(f"boot_spearman: first must be >= 0, got {first}")
     cdef int* w
     cdef double* rx
     cdef double* ry
@@ -174,7 +180,7 @@ def boot_spearman(const Py_ssize_t[::1] ox, const Py_ssize_t[::1] ex,
             failp[0] = 1
         for b in prange(B, schedule='dynamic', chunksize=8):
             if w != NULL and rx != NULL and ry != NULL:
-                _draw_counts(w, n, _key(seed, <uint64_t>b))
+                _draw_counts(w, n, _key(seed, <uint64_t>(first + b)))
                 _weighted_ranks(w, &ox[0], &ex[0], n, rx)
                 _weighted_ranks(w, &oy[0], &ey[0], n, ry)
                 out[b] = _weighted_rank_r(w, rx, ry, n)
@@ -236,8 +242,9 @@ cdef inline double _weighted_tau(const int* w, const Py_ssize_t* order,
 
 def boot_kendall(const Py_ssize_t[::1] order, const int[::1] ycode, const int[::1] xrun_end,
                  const int[::1] xyrun_end, int n_ycodes, uint64_t seed,
-                 double[::1] out, int n_threads):
-    """Kendall tau-b of every resample; points pre-sorted by (x, y).
+                 double[::1] out, int n_threads, Py_ssize_t first=0):
+    """Kendall tau-b of resamples ``first ..`` (one per slot of ``out``);
+    points pre-sorted by (x, y).
 
     ``ycode`` are dense codes of y; ``xrun_end[k]`` / ``xyrun_end[k]`` give the
     end of the run of equal x / equal (x, y) that starts at k.
@@ -247,6 +254,8 @@ def boot_kendall(const Py_ssize_t[::1] order, const int[::1] ycode, const int[::
     check_indices(ycode, n, n_ycodes, "boot_kendall: ycode")
     check_run_ends(xrun_end, n, "boot_kendall: xrun_end")
     check_run_ends(xyrun_end, n, "boot_kendall: xyrun_end")
+    if first < 0:
+        raise ValueError(f"boot_kendall: first must be >= 0, got {first}")
     cdef int* w
     cdef int* seq
     cdef int* buf
@@ -262,7 +271,7 @@ def boot_kendall(const Py_ssize_t[::1] order, const int[::1] ycode, const int[::
             failp[0] = 1
         for b in prange(B, schedule='dynamic', chunksize=4):
             if w != NULL and seq != NULL and buf != NULL and ycount != NULL:
-                _draw_counts(w, n, _key(seed, <uint64_t>b))
+                _draw_counts(w, n, _key(seed, <uint64_t>(first + b)))
                 out[b] = _weighted_tau(w, &order[0], &ycode[0], &xrun_end[0], &xyrun_end[0],
                                        n, n_ycodes, seq, buf, ycount)
         free(w)

@@ -139,8 +139,10 @@ def is_bootstrap_method(method) -> bool:
 
 
 def bootstrap_interval(x: np.ndarray, y: np.ndarray, confidence_level: float,
-                       alternative: str, method, n_threads=None) -> tuple[float, float]:
-    """Paired-bootstrap interval of Pearson's r (``metrics.bootstrap_ci``).
+                       alternative: str, method, n_threads=None,
+                       statistic: str = "pearson") -> tuple[float, float]:
+    """Paired-bootstrap interval of Pearson's r, Spearman's rho or Kendall's
+    tau-b (``statistic``), from ``metrics.bootstrap_ci``.
 
     One-sided alternatives give ``(-1, high)`` or ``(low, 1)`` where the
     finite end is that of the two-sided interval at level ``2 cl - 1``.
@@ -152,7 +154,7 @@ def bootstrap_interval(x: np.ndarray, y: np.ndarray, confidence_level: float,
         raise ValueError(f"method.method must be 'BCa', 'percentile' or 'basic', got {ci!r}")
     seed = int(_generator(method).integers(0, 2**63))
     level = confidence_level if alternative == "two-sided" else 2 * confidence_level - 1
-    res = bootstrap_ci(x, y, method="pearson", n_resamples=int(getattr(method, "n_resamples", 9999)),
+    res = bootstrap_ci(x, y, method=statistic, n_resamples=int(getattr(method, "n_resamples", 9999)),
                        confidence_level=level, ci=ci, seed=seed, n_threads=n_threads)
     low, high = res.confidence_interval
     if alternative == "less":

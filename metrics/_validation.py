@@ -41,10 +41,13 @@ def _asarray(values, name: str, **kwargs) -> np.ndarray:
     return arr
 
 
-def as_real_array(values, name: str) -> np.ndarray:
+def as_real_array(values, name: str, order_only: bool = False) -> np.ndarray:
     """Return ``values`` as a float64 array of any shape (no copy when it is one).
 
     TypeError for non-numbers, ValueError for complex numbers (scipy's type).
+    ``order_only``: the caller uses only the order of the values (ranks), so
+    integers that float64 cannot hold exactly become their dense ranks
+    (:func:`exact_int_order`).
     """
     if values is None or isinstance(values, _SCALAR_TYPES):
         raise TypeError(
@@ -64,10 +67,12 @@ def as_real_array(values, name: str) -> np.ndarray:
         raise ValueError(f"This function does not support complex data: {name} has dtype {arr.dtype}")
     if arr.dtype.kind not in "biuf":
         raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
+    if order_only:
+        arr = exact_int_order(arr)
     return np.asarray(arr, dtype=np.float64)
 
 
-def as_float_vector(values, name: str) -> np.ndarray:
+def as_float_vector(values, name: str, order_only: bool = False) -> np.ndarray:
     """Return ``values`` as a 1-D C-contiguous float64 array.
 
     No copy is made when the input already is one (kernels only read, so the
@@ -90,7 +95,34 @@ def as_float_vector(values, name: str) -> np.ndarray:
         raise TypeError(f"{name} must contain numbers, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got an array of shape {arr.shape}")
+    if order_only:
+        arr = exact_int_order(arr)
     return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+#: Integers of magnitude up to this convert to float64 exactly.
+_EXACT_INT = 2**53
+
+
+def exact_int_order(arr: np.ndarray) -> np.ndarray:
+    """Integers as numbers whose order and ties float64 keeps.
+
+    Integer arrays within +-2**53 (and every other dtype) are returned as they
+    are.  Beyond that float64 rounds distinct integers to the same value
+    (2**60 and 2**60 + 1, nanosecond timestamps), so rank statistics would see
+    ties that are not there: such an array becomes its dense ranks (0, 1, ...
+    in the integers' order, equal integers equal), found by an exact integer
+    sort.  Spearman's and Kendall's statistics depend only on the order, so
+    they equal those of the integers themselves, as scipy (which ranks the
+    integers exactly) gives them.
+    """
+    if arr.dtype.kind not in "iu" or arr.size == 0:
+        return arr
+    lo, hi = int(arr.min()), int(arr.max())
+    if -_EXACT_INT <= lo and hi <= _EXACT_INT:
+        return arr
+    _, inverse = np.unique(arr, return_inverse=True)
+    return inverse.reshape(arr.shape).astype(np.float64)
 
 
 def check_same_length(a: np.ndarray, b: np.ndarray, name_a: str, name_b: str) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _agree
+from ._chunks import run_chunks
 from ._validation import _asarray, as_ratings, check_choice, check_positive_int, check_seed, resolve_threads
 
 __all__ = ["SplitHalfResult", "krippendorff_alpha", "split_half", "trimmed_mean"]
@@ -92,6 +93,9 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
     if value_counts is not None:
         counts = _as_value_counts(value_counts)
         domain = _domain_for_counts(value_domain, counts.shape[1], level)
+        if level == "interval" and domain is not None:
+            e = _scale_exponent(domain)
+            domain = np.ldexp(domain, -e) if e else domain
         return _alpha_from_counts(counts, domain, level, nt)
     labels = _label_matrix(ratings)
     if labels is not None:
@@ -106,6 +110,12 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
             if negative is not None and negative.size:
                 raise ValueError(f"{what} must be >= 0 for the ratio level, got "
                                  f"{float(negative.min())!r}")
+    if level == "interval":
+        # alpha is the same for any scale; a power of two (exact) keeps the
+        # squared differences inside float64 for values from ~1e-300 to 1e308
+        e = _scale_exponent(r, domain)
+        r = np.ldexp(r, -e) if e else r
+        domain = np.ldexp(domain, -e) if e and domain is not None else domain
     if level == "interval" and domain is None:
         return _interval_alpha(r, nt)
     codes, distinct, ordered = _value_codes(r)
@@ -118,6 +128,24 @@ def _alpha(ratings, value_counts, level, value_domain, nt) -> float:
         x = domain
         remap = _domain_positions(distinct, x)
     return _alpha_from_codes(codes, remap, x, len(x), level, nt)
+
+
+def _scale_exponent(*arrays) -> int:
+    """e such that 2**-e * max|v| over the arrays (NaN skipped) is in [0.5, 1),
+    or 0 when max|v| is in [2**-400, 2**400] (squares and their sums are safe
+    there, and ordinary data are then neither copied nor touched) or when the
+    arrays are all zero, empty or NaN."""
+    m = 0.0
+    for a in arrays:
+        if a is not None and a.size:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN
+                v = max(float(np.nanmax(a)), -float(np.nanmin(a)))  # no |a| copy
+            if v > m:
+                m = v
+    if not (m > 0 and math.isfinite(m)) or 2.0**-400 <= m <= 2.0**400:
+        return 0
+    return math.frexp(m)[1]
 
 
 # ----------------------------------------------------------------- routes
@@ -226,8 +254,14 @@ def _combine(per_unit, totals, t, level, nt) -> float:
         expected = float(n * n - int(np.sum(totals * totals)))
     elif level == "ratio":
         row = np.empty(len(tc))
-        # V^2 work: a parallel region pays off only for thousands of values
-        _agree.ratio_expected(tc, nc, row, nt if len(tc) >= 2048 else 1)
+        # V^2 work: a parallel region pays off only for thousands of values;
+        # rows go in short calls so that Ctrl-C stops a long one
+        threads = nt if len(tc) >= 2048 else 1
+
+        def run(first, stop):
+            _agree.ratio_expected(tc, nc, row[first:stop], threads, first)
+
+        run_chunks(run, len(tc), 64 * threads)
         expected = _dot(nc, row)
     else:
         # 2 n sum_c n_c (t_c - mean)^2, about a value near the center

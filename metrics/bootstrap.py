@@ -10,6 +10,7 @@ import numpy as np
 from scipy import special
 
 from . import _boot
+from ._chunks import CHUNK_SECONDS, run_chunks
 from ._results import METHODS, ConfidenceInterval
 from ._statistics import finite_statistic
 from ._validation import (
@@ -51,15 +52,28 @@ class BootstrapResult:
     ci: str
 
 
+def _run_chunks(run, total: int, nt: int, *, seconds: float = CHUNK_SECONDS) -> None:
+    """Resamples ``0 .. total`` in calls of about ``seconds`` (4 resamples per
+    thread at first), so Ctrl-C stops a long bootstrap; resample b depends
+    only on (seed, b), so the chunking never changes the result."""
+    run_chunks(run, total, 4 * max(1, nt), seconds=seconds)
+
+
 def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):
     out = np.empty(n_resamples, dtype=np.float64)
     n = x.shape[0]
     if method == "pearson":
-        _boot.boot_pearson(_centred(x), _centred(y), seed, out, nt)
+        xc, yc = _centred(x), _centred(y)
+
+        def run(first, stop):
+            _boot.boot_pearson(xc, yc, seed, out[first:stop], nt, first)
     elif method == "spearman":
         ox = np.argsort(x, kind="stable")
         oy = np.argsort(y, kind="stable")
-        _boot.boot_spearman(ox, _run_ends(x[ox]), oy, _run_ends(y[oy]), seed, out, nt)
+        ex, ey = _run_ends(x[ox]), _run_ends(y[oy])
+
+        def run(first, stop):
+            _boot.boot_spearman(ox, ex, oy, ey, seed, out[first:stop], nt, first)
     else:
         order = np.lexsort((y, x))
         xs, ys = x[order], y[order]
@@ -67,19 +81,43 @@ def _bootstrap_distribution(method, x, y, seed, n_resamples, nt):
         xrun = _run_ends(xs).astype(np.intc)
         same_xy = np.concatenate(((xs[1:] == xs[:-1]) & (ys[1:] == ys[:-1]), [False]))
         xyrun = _run_ends_from_flags(same_xy, n).astype(np.intc)
-        _boot.boot_kendall(np.ascontiguousarray(order, dtype=np.intp),
-                           np.ascontiguousarray(ycode, dtype=np.intc), xrun, xyrun,
-                           int(ycode.max()) + 1, seed, out, nt)
+        order = np.ascontiguousarray(order, dtype=np.intp)
+        ycode = np.ascontiguousarray(ycode, dtype=np.intc)
+        n_ycodes = int(ycode.max()) + 1
+
+        def run(first, stop):
+            _boot.boot_kendall(order, ycode, xrun, xyrun, n_ycodes, seed, out[first:stop],
+                               nt, first)
+    _run_chunks(run, n_resamples, nt)
     return out
 
 
+def _scaled(v: np.ndarray) -> np.ndarray:
+    """v times a power of two that brings max|v| near 1.
+
+    Exact (only the exponent changes, unless a value falls below the normal
+    range, where its share of any sum is below rounding anyway), so Pearson's
+    r is unchanged, but squares and co-moments stay inside the range of
+    float64 for |v| up to 1.8e308 and down to the subnormals.
+    """
+    m = float(np.max(np.abs(v))) if v.shape[0] else 0.0
+    if m == 0 or not math.isfinite(m):
+        return v
+    return np.ldexp(v, -math.frexp(m)[1])
+
+
 def _centred(v: np.ndarray) -> np.ndarray:
-    """v minus its mean, re-centred once: under a large common offset the mean
-    is off by ulps of the offset, the deviations are exact differences, and
-    their mean is that error."""
+    """v minus its mean, re-centred once, scaled by a power of two.
+
+    Under a large common offset the mean is off by ulps of the offset, the
+    deviations are exact differences, and their mean is that error.  The data
+    are scaled before (so the mean cannot overflow) and the deviations after
+    (so their squares neither overflow nor underflow); both are exact.
+    """
+    v = _scaled(v)
     dev = v - v.mean()
     dev -= dev.mean()
-    return dev
+    return _scaled(dev)
 
 
 def _run_ends_from_flags(same_next: np.ndarray, n: int) -> np.ndarray:
@@ -220,7 +258,12 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
     generator keyed by (seed, b) (splitmix64), so the same seed gives the same
     interval for every ``n_threads``.  A resample is held as n
     multiplicities, never as a copy of the data: memory is O(n_resamples + n)
-    plus O(n) scratch per thread.  Resamples run in parallel.
+    plus O(n) scratch per thread.  Resamples run in parallel, in kernel calls
+    of about 0.5 s each, so Ctrl-C (KeyboardInterrupt) stops a long call
+    within about that long; the chunking never changes the result.
+    Pearson's resamples use the data centred on the sample mean and scaled by
+    a power of two (exact), so a large common offset costs no accuracy and
+    magnitudes from about 1e-300 to 1e300 give finite results.
 
     Intervals (as ``scipy.stats.bootstrap``): ``"percentile"``, ``"basic"``
     and ``"bca"`` (bias-corrected and accelerated; the acceleration comes from
@@ -233,6 +276,7 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
     ----------
     x, y : array_like, 1-D, same length, without NaN, n >= 2
     method : {"pearson", "spearman", "kendall"}
+        The rank methods rank integer input beyond +-2**53 by its exact order.
     n_resamples : int >= 1
     confidence_level : float in (0, 1)
     ci : {"bca", "percentile", "basic"}
@@ -243,10 +287,11 @@ def bootstrap_ci(x, y, *, method: str = "pearson", n_resamples: int = 9999,
     -------
     BootstrapResult
     """
-    x = as_float_vector(x, "x")
-    y = as_float_vector(y, "y")
-    check_same_length(x, y, "x", "y")
     check_choice(method, "method", METHODS)
+    # the rank methods see integers beyond 2**53 as their exact order
+    x = as_float_vector(x, "x", method != "pearson")
+    y = as_float_vector(y, "y", method != "pearson")
+    check_same_length(x, y, "x", "y")
     n_resamples = check_positive_int(n_resamples, "n_resamples")
     cl = check_confidence_level(confidence_level)
     check_choice(ci, "ci", ("bca", "percentile", "basic"))

@@ -12,7 +12,9 @@ import csv
 import io
 import math
 import os
+import re
 import sys
+import warnings
 
 from . import agreement, relation
 # the package's public names: the correlation functions stay importable from
@@ -99,6 +101,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="correlation coefficient (kendall is tau-b)")
     r.add_argument("--label-column", default="label", metavar="NAME",
                    help="name of the score column in both files")
+    r.add_argument("--ci", metavar="LEVEL", type=_ci_level, default=None,
+                   help="also print a confidence interval at this level, e.g. 0.95, as two "
+                        "columns named after --ci-method and the level (fisher95_low, "
+                        "fisher95_high); default: no interval")
+    r.add_argument("--ci-method", choices=("fisher", "bootstrap"), default="fisher",
+                   help="interval of --ci: Fisher's z (Pearson: 1/(n-3); Spearman: "
+                        "(1 + r^2/2)/(n-3), Bonett-Wright; Kendall: 0.437/(n-4), Fieller), "
+                        "or a paired BCa bootstrap (metrics.bootstrap_ci)")
+    r.add_argument("--n-resamples", type=int, default=9999, metavar="B",
+                   help="resamples of --ci-method bootstrap")
+    r.add_argument("--seed", type=int, default=0,
+                   help="seed of --ci-method bootstrap (the same seed gives the same "
+                        "interval)")
 
     k = sub.add_parser(
         "alpha", help="Krippendorff's alpha of an annotation table",
@@ -122,6 +137,32 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 _build_parser = build_parser  # older name
+
+
+def _ci_level(text: str) -> float:
+    """--ci: a decimal number in (0, 1)."""
+    v = parse_number(text)
+    if v is None or not 0.0 < v < 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1), e.g. 0.95; got {text!r}")
+    return v
+
+
+# A decimal number as people write it in a CSV file: optional sign, digits with
+# an optional fraction (or a fraction alone), optional exponent.  Python's
+# float() also takes "1_0" (= 10), "inf", "nan" and surrounding whitespace.
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan",
+                         "+nan", "-nan"})
+
+
+def parse_number(text: str) -> float | None:
+    """The value of a decimal number (surrounding spaces allowed), or None.
+
+    Strict: ``1_0``, ``0x10``, ``inf`` and ``nan`` are not numbers here
+    (``float`` accepts them).  A number too large for float64 gives inf.
+    """
+    t = text.strip()
+    return float(t) if _NUMBER.fullmatch(t) else None
 
 
 def _read_text(path) -> str:
@@ -212,10 +253,11 @@ def _read_csv(path, label_col, extra_cols=()):
             if len(row) != len(header):
                 raise InputError(
                     f"{path}:{no}: expected {len(header)} fields, found {len(row)}")
-            try:
-                v = float(row[li])
-            except ValueError:
-                raise InputError(f"{path}:{no}: {label_col} {row[li]!r} is not a number") from None
+            v = parse_number(row[li])
+            if v is None and row[li].strip().lower() in _NON_FINITE:
+                v = math.nan
+            if v is None:
+                raise InputError(f"{path}:{no}: {label_col} {row[li]!r} is not a number")
             if math.isnan(v) or math.isinf(v):
                 raise InputError(f"{path}:{no}: {label_col} must be finite, got {row[li]!r}")
             labels.append(v)
@@ -228,7 +270,7 @@ def _read_csv(path, label_col, extra_cols=()):
     return (ids if has_id else None), labels, extra, lines
 
 
-def _run_corr(args, out) -> int:
+def _run_corr(args, out, err) -> int:
     extra = (args.by,) if args.by else ()
     gids, gold, gextra, glines = _read_csv(args.gold, args.label_column, extra)
     pids, pred, _, plines = _read_csv(args.pred, args.label_column)
@@ -262,17 +304,65 @@ def _run_corr(args, out) -> int:
             raise InputError(f"{args.gold}:{glines[k]}: no prediction for id {missing[0]!r} "
                              f"({len(missing)} missing)")
     x = gold
-    print(f"group\tn\t{args.method}\tpvalue", file=out)
-    if args.by:
-        groups = [e[0] for e in gextra]
-        res = grouped(x, y, groups, method=args.method)
-        for label, r in res.groups.items():
-            print(f"{label}\t{r.n}\t{r.statistic:.6f}\t{r.pvalue:.6g}", file=out)
-        r = res.overall
-    else:
-        r = {"pearson": pearson, "spearman": spearman, "kendall": kendall}[args.method](x, y)
-    print(f"overall\t{r.n}\t{r.statistic:.6f}\t{r.pvalue:.6g}", file=out)
+    if len(x) < 2:
+        raise InputError(f"{args.gold}: {len(x)} data row; a correlation needs at least 2")
+    ci = args.ci
+    if ci is not None and args.ci_method == "bootstrap" and args.n_resamples < 1:
+        raise InputError(f"--n-resamples must be >= 1, got {args.n_resamples}")
+    funcs = {"pearson": pearson, "spearman": spearman, "kendall": kendall}
+    rows = []
+    # the statistics' warnings (constant input, too few rows, a degenerate
+    # bootstrap) become one line each on stderr, after the table
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        if args.by:
+            groups = [e[0] for e in gextra]
+            res = grouped(x, y, groups, method=args.method)
+            where: dict = {}
+            for i, g in enumerate(groups):
+                where.setdefault(g, []).append(i)
+            for label, r in res.groups.items():
+                rows.append((label, r, where[label]))
+            rows.append(("overall", res.overall, None))
+        else:
+            rows.append(("overall", funcs[args.method](x, y), None))
+        lines = [_corr_line(args, label, r, x, y, idx) for label, r, idx in rows]
+    header = f"group\tn\t{args.method}\tpvalue"
+    if ci is not None:
+        name = f"{args.ci_method}{ci * 100:g}"
+        header += f"\t{name}_low\t{name}_high"
+    # every number is known before anything is printed: an error leaves no output
+    print(header, file=out)
+    for line in lines:
+        print(line, file=out)
+    notes = []
+    for w in caught:
+        if not issubclass(w.category, RuntimeWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        note = str(w.message).splitlines()[0] if str(w.message) else type(w.message).__name__
+        if note not in notes:
+            notes.append(note)
+    for note in notes:
+        print(f"{PROG} corr: warning: {note}", file=err)
     return 0
+
+
+def _corr_line(args, label, r, x, y, idx) -> str:
+    line = f"{label}\t{r.n}\t{r.statistic:.6f}\t{r.pvalue:.6g}"
+    if args.ci is None:
+        return line
+    if math.isnan(r.statistic):
+        lo = hi = math.nan
+    elif args.ci_method == "fisher":
+        lo, hi = r.confidence_interval(args.ci)
+    else:
+        from .bootstrap import bootstrap_ci
+
+        xs, ys = (x, y) if idx is None else ([x[i] for i in idx], [y[i] for i in idx])
+        lo, hi = bootstrap_ci(xs, ys, method=args.method, n_resamples=args.n_resamples,
+                              confidence_level=args.ci, seed=args.seed).confidence_interval
+    return f"{line}\t{lo:.6f}\t{hi:.6f}"
 
 
 # ----------------------------------------------------------------- alpha
@@ -313,11 +403,9 @@ def _first_non_number(cells):
         for v in unit:
             if v is None:
                 continue
-            try:
-                if math.isfinite(float(v)):
-                    continue
-            except ValueError:
-                pass
+            number = parse_number(v)
+            if number is not None and math.isfinite(number):
+                continue
             return u, v
     return None
 
@@ -337,13 +425,12 @@ def _run_alpha(args, out, err) -> int:
     if args.value_domain is not None:
         domain = [v.strip() for v in args.value_domain.split(",")]
     if bad is None:
-        data = [[math.nan if v is None else float(v) for v in row] for row in cells]
+        data = [[math.nan if v is None else parse_number(v) for v in row] for row in cells]
         if domain is not None:
-            try:
-                domain = [float(v) for v in domain]
-            except ValueError:
+            domain = [parse_number(v) for v in domain]
+            if any(v is None for v in domain):
                 raise InputError(f"--value-domain: {args.value_domain!r} is not a list of "
-                                 "numbers, but the ratings are numbers") from None
+                                 "numbers, but the ratings are numbers")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         value = agreement.krippendorff_alpha(data, level=args.level, value_domain=domain)
@@ -368,7 +455,7 @@ def main(argv=None, out=None, err=None) -> int:
             return _run_ccks(args, out, err)
         if args.command == "alpha":
             return _run_alpha(args, out, err)
-        return _run_corr(args, out)
+        return _run_corr(args, out, err)
     except (InputError, ValueError, UnicodeDecodeError, OSError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if isinstance(exc, OSError) and getattr(exc, "filename", None):

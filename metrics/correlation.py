@@ -31,7 +31,7 @@ from ._results import (
     CorrelationResult,
     SmallSampleWarning,
 )
-from ._pearson_result import PearsonResult
+from ._pearson_result import PearsonResult, RankCorrelationResult
 from ._statistics import (
     _average_ranks,
     _has_nan,
@@ -53,15 +53,16 @@ __all__ = [
     "ConfidenceInterval",
     "CorrelationResult",
     "PearsonResult",
+    "RankCorrelationResult",
     "kendall",
     "pearson",
     "spearman",
 ]
 
 
-def _prepare(x, y, alternative, nan_policy):
-    x = as_float_vector(x, "x")
-    y = as_float_vector(y, "y")
+def _prepare(x, y, alternative, nan_policy, order_only=False):
+    x = as_float_vector(x, "x", order_only)
+    y = as_float_vector(y, "y", order_only)
     check_same_length(x, y, "x", "y")
     check_choice(alternative, "alternative", ALTERNATIVES)
     check_choice(nan_policy, "nan_policy", NAN_POLICIES)
@@ -247,6 +248,9 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
     the matrix of correlations and the matrix of p-values -- a scalar pair when
     there are exactly two variables -- as ``spearmanr`` returns.
 
+    Integers are ranked by their exact values, also beyond 2**53 where
+    float64 would merge neighbours (nanosecond timestamps, uint64 ids).
+
     Parameters
     ----------
     x, y : array_like
@@ -260,13 +264,15 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
 
     Returns
     -------
-    CorrelationResult
+    RankCorrelationResult
+        ``(statistic, pvalue)`` with ``confidence_interval()`` (Fisher's z
+        with Bonett and Wright's standard error, or a bootstrap).
     """
     _check_options(alternative, nan_policy)
     axis = _check_axis(axis)
     nt = resolve_threads(n_threads)
-    xa = as_real_array(x, "x")
-    ya = None if y is None else as_real_array(y, "y")
+    xa = as_real_array(x, "x", order_only=True)
+    ya = None if y is None else as_real_array(y, "y", order_only=True)
     if axis is not None and axis not in (0, 1, -1):
         raise ValueError(f"spearman handles 1-D or 2-D arrays: axis must be 0, 1 or None, "
                          f"got {axis}")
@@ -285,30 +291,30 @@ def spearman(x, y=None, axis: int | None = 0, nan_policy: str = "propagate",
 def _spearman_1d(x, y, alternative, nan_policy, nt):
     n = x.shape[0]
     if n <= 1:
-        return CorrelationResult(math.nan, math.nan, n, "spearman", alternative)
+        return RankCorrelationResult(math.nan, math.nan, n, "spearman", alternative)
     # scipy checks constancy on the raw input, before any NaN handling; the
     # table path below detects it itself, so only screen cheaply here.
     if x[0] == x[-1] and _is_constant(x) or y[0] == y[-1] and _is_constant(y):
         warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=2)
-        return CorrelationResult(math.nan, math.nan, n, "spearman", alternative)
+        return RankCorrelationResult(math.nan, math.nan, n, "spearman", alternative)
     tab = _small_int_table(x, y, nt)  # succeeds only without NaN
     if tab is None and _has_nan(x, y):
         if nan_policy == "raise":
             raise ValueError(_NAN_RAISE_MSG)
         if nan_policy == "propagate":
-            return CorrelationResult(math.nan, math.nan, n, "spearman", alternative)
+            return RankCorrelationResult(math.nan, math.nan, n, "spearman", alternative)
         keep = np.isfinite(x) & np.isfinite(y)
         x, y = np.ascontiguousarray(x[keep]), np.ascontiguousarray(y[keep])
         n = x.shape[0]
         if n == 0:
-            return CorrelationResult(math.nan, math.nan, 0, "spearman", alternative)
+            return RankCorrelationResult(math.nan, math.nan, 0, "spearman", alternative)
         if n == 1:
             raise ValueError(
                 "spearman: only 1 pair left after omitting NaN/inf; need at least 2"
             )
         tab = _small_int_table(x, y, nt)
     rs, p = _spearman_core(x, y, nt, alternative, tab, warn_stacklevel=3)
-    return CorrelationResult(rs, p, n, "spearman", alternative)
+    return RankCorrelationResult(rs, p, n, "spearman", alternative, x=x, y=y)
 
 
 
@@ -342,10 +348,10 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     data = np.asarray(data, dtype=np.float64)
     n_obs, n_vars = data.shape
     if n_obs <= 1:
-        return CorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
+        return RankCorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
     if _is_constant(data[:, 0]) or _is_constant(data[:, 1]):  # scipy's rule
         warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=3)
-        return CorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
+        return RankCorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
     nan_rows = np.isnan(data).any(axis=1)
     has_nan_var = np.zeros(n_vars, dtype=bool)
     if nan_rows.any():
@@ -358,7 +364,7 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
                                     alternative, nan_policy, nt)
             return _spearman_pairwise(data, alternative, nt)
         elif n_vars <= 2:
-            return CorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
+            return RankCorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
         else:
             has_nan_var = np.isnan(data).any(axis=0)
     if n_vars == 2:
@@ -373,7 +379,7 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     p = _t_pvalue(rs, n_obs, alternative)
     rs[has_nan_var, :] = np.nan
     rs[:, has_nan_var] = np.nan
-    return CorrelationResult(rs, p, n_obs, "spearman", alternative)
+    return RankCorrelationResult(rs, p, n_obs, "spearman", alternative)
 
 
 def _spearman_pairwise(data, alternative, nt):
@@ -395,7 +401,7 @@ def _spearman_pairwise(data, alternative, nt):
                                               alternative, "omit", nt)
                 rs[i, j] = rs[j, i] = r_ij
                 p[i, j] = p[j, i] = p_ij
-    return CorrelationResult(rs, p, data.shape[0], "spearman", alternative)
+    return RankCorrelationResult(rs, p, data.shape[0], "spearman", alternative)
 
 
 # ----------------------------------------------------------------- Kendall
@@ -410,7 +416,7 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
     n <= 33 or the data are (almost) perfectly ordered, asymptotic (normal,
     with scipy's tie-corrected variance) otherwise; ``method`` forces one.
     Fewer than 2 pairs give NaN with a ``SmallSampleWarning``; a constant input
-    gives NaN.
+    gives NaN.  Integers are ranked by their exact values, also beyond 2**53.
 
     Parameters
     ----------
@@ -428,14 +434,16 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
 
     Returns
     -------
-    CorrelationResult
+    RankCorrelationResult
+        ``(statistic, pvalue)`` with ``confidence_interval()`` (tau-b: Fisher's
+        z with the Fieller standard error, or a bootstrap).
     """
     _check_options(alternative, nan_policy)
     check_choice(method, "method", ("auto", "exact", "asymptotic"))
     check_choice(variant, "variant", ("b", "c"))
     axis = _check_axis(axis)
     nt = resolve_threads(n_threads)
-    xa, ya = as_real_array(x, "x"), as_real_array(y, "y")
+    xa, ya = as_real_array(x, "x", order_only=True), as_real_array(y, "y", order_only=True)
     if axis is None or (xa.ndim <= 1 and ya.ndim <= 1):
         if xa.size != ya.size:
             raise ValueError(f"x and y must have the same length (size), got {xa.size} and {ya.size}")
@@ -446,7 +454,8 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
     def one(xs, ys):
         return _kendall_1d(xs, ys, alternative, nan_policy, method, variant, nt)
 
-    return _along_axis(one, xb, yb, CorrelationResult, "kendall", alternative)
+    return _along_axis(one, xb, yb, RankCorrelationResult, "kendall", alternative,
+                       variant=variant)
 
 
 def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
@@ -455,7 +464,8 @@ def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
         if nan_policy == "raise":
             raise ValueError(_NAN_RAISE_MSG)
         if nan_policy == "propagate":
-            return CorrelationResult(math.nan, math.nan, x.shape[0], "kendall", alternative)
+            return RankCorrelationResult(math.nan, math.nan, x.shape[0], "kendall", alternative,
+                                         variant=variant)
         keep = ~(np.isnan(x) | np.isnan(y))
         x, y = np.ascontiguousarray(x[keep]), np.ascontiguousarray(y[keep])
         tab = _small_int_table(x, y, nt)
@@ -466,9 +476,9 @@ def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
                                "values will be NaN."),
             stacklevel=2,
         )
-        return CorrelationResult(math.nan, math.nan, n, "kendall", alternative)
+        return RankCorrelationResult(math.nan, math.nan, n, "kendall", alternative, variant=variant)
     tau, p = _kendall_core(x, y, nt, alternative, method, tab, variant)
-    return CorrelationResult(tau, p, n, "kendall", alternative)
+    return RankCorrelationResult(tau, p, n, "kendall", alternative, x=x, y=y, variant=variant)
 
 
 

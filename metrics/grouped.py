@@ -17,7 +17,7 @@ from ._results import (
     CorrelationResult,
     SmallSampleWarning,
 )
-from ._pearson_result import PearsonResult
+from ._pearson_result import PearsonResult, RankCorrelationResult
 from ._statistics import (
     MIN_PAIRS_PER_THREAD,
     SMALL_N,
@@ -155,8 +155,9 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     -------
     GroupedResult
     """
-    x, y = _correlation._prepare(x, y, alternative, nan_policy)
     check_choice(method, "method", METHODS)
+    # the rank methods see integers beyond 2**53 as their exact order
+    x, y = _correlation._prepare(x, y, alternative, nan_policy, method != "pearson")
     nt = resolve_threads(n_threads)
     codes, base, labels, n_slots = _factorize(groups, x.shape[0])
     if nan_policy == "raise" and _has_nan(x, y):
@@ -210,7 +211,9 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
         if ranked is not None:
             for s, (c, stat, p) in ranked.items():
                 lab = label_of(s)
-                results[lab] = CorrelationResult(stat, p, c, method, alternative)
+                results[lab] = RankCorrelationResult(
+                    stat, p, c, method, alternative,
+                    variant="b" if method == "kendall" else None)
                 sizes[lab] = c
     if not results:
         order, sorted_codes, starts, ends = _group_rows(codes)
@@ -223,8 +226,13 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
                     SmallSampleWarning(f"group {lab!r} has {b - a} row(s); its result is NaN"),
                     stacklevel=2,
                 )
-                cls = PearsonResult if method == "pearson" else CorrelationResult
-                results[lab] = cls(math.nan, math.nan, int(b - a), method, alternative)
+                if method == "pearson":
+                    results[lab] = PearsonResult(math.nan, math.nan, int(b - a), method,
+                                                 alternative)
+                else:
+                    results[lab] = RankCorrelationResult(
+                        math.nan, math.nan, int(b - a), method, alternative,
+                        variant="b" if method == "kendall" else None)
                 continue
             results[lab] = func(x[idx], y[idx], **kw)
     overall = None

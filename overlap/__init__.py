@@ -82,7 +82,9 @@ __all__ = [
     "openmp_enabled",
     "effective_n_threads",
 ]
-__version__ = "0.1.0"
+# The one place the version is written: pyproject.toml reads it from here
+# ([tool.setuptools.dynamic]) and metrics.__version__ is this string.
+__version__ = "0.2.0.dev0"
 
 
 def __getattr__(name: str) -> Any:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import scipy.stats as ss
 
+import metrics as metrics_pkg
 from metrics.__main__ import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -342,14 +343,126 @@ def test_corr_on_mint_positional(tmp_path):
 
 
 def test_metrics_version_is_the_distributions():
-    # metrics keeps its own __version__ (it uses only overlap's public names);
-    # both packages ship in one distribution, whose version is in pyproject.toml
+    # the version is written once, as overlap.__version__; pyproject.toml reads
+    # it ([tool.setuptools.dynamic]) and metrics.__version__ is the same string
     import re
 
     import metrics
     import overlap
 
-    text = (Path(__file__).resolve().parent.parent / "pyproject.toml").read_text()
-    declared = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M).group(1)
-    assert metrics.__version__ == declared == overlap.__version__
+    root = Path(__file__).resolve().parent.parent
+    text = (root / "pyproject.toml").read_text()
+    assert not re.search(r'^version\s*=\s*"', text, re.M), "a second, static version"
+    assert re.search(r'^dynamic\s*=\s*\[[^]]*"version"', text, re.M)
+    assert re.search(r'^version\s*=\s*\{\s*attr\s*=\s*"overlap.__version__"\s*\}', text,
+                     re.M)
+    written = re.findall(r'^__version__\s*=\s*"([^"]+)"',
+                         (root / "overlap" / "__init__.py").read_text(), re.M)
+    assert written == [overlap.__version__]
+    assert metrics.__version__ == overlap.__version__ == "0.2.0.dev0"
+    assert "__version__ = \"" not in (root / "metrics" / "__init__.py").read_text()
 
+
+def test_both_command_lines_print_the_same_version(tmp_path):
+    import overlap
+
+    outs = [subprocess.run([sys.executable, "-m", pkg, "--version"], capture_output=True,
+                           text=True, cwd=tmp_path, env=_env()) for pkg in ("overlap", "metrics")]
+    assert [p.returncode for p in outs] == [0, 0]
+    assert [p.stdout.split()[-1] for p in outs] == [overlap.__version__] * 2
+
+
+# ------------------------------------------------------------ issue 31
+
+def _scores(path, values, header="label"):
+    path.write_text(header + "\n" + "".join(f"{v}\n" for v in values), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize("cell", ["1_0", "0x10", "1e", "--1", "1.2.3", "½"])
+def test_corr_parses_numbers_strictly(tmp_path, capsys, cell):
+    gold = _scores(tmp_path / "gold.csv", [1, 2, 3, 4])
+    pred = _scores(tmp_path / "pred.csv", [1, cell, 3, 5])
+    code, out = run(["corr", gold, pred])
+    assert code == 2 and out == ""
+    assert capsys.readouterr().err.strip() == (
+        f"python -m metrics corr: error: {pred}:3: label {cell!r} is not a number")
+
+
+def test_corr_accepts_ordinary_decimal_notation(tmp_path):
+    gold = _scores(tmp_path / "gold.csv", [1, 2, 3, 4, 5, 6])
+    pred = _scores(tmp_path / "pred.csv", ["+1", " 2.0 ", ".5e1", "4.", "-3e-1", "6E0"])
+    code, out = run(["corr", gold, pred])
+    assert code == 0
+    r = ss.pearsonr([1, 2, 3, 4, 5, 6], [1, 2, 5, 4, -0.3, 6]).statistic
+    assert float(out.splitlines()[1].split("\t")[2]) == pytest.approx(r, abs=1e-6)
+
+
+def test_alpha_parses_numbers_strictly(tmp_path, capsys):
+    path = tmp_path / "r.csv"
+    path.write_text("id,a,b\nu1,1,1_0\nu2,2,2\n", encoding="utf-8")
+    code, _ = run(["alpha", str(path)])
+    assert code == 2
+    assert "r.csv:2: '1_0' is not a finite number" in capsys.readouterr().err
+
+
+def test_corr_constant_predictions_give_a_one_line_note(tmp_path):
+    gold = _scores(tmp_path / "gold.csv", [1, 2, 3, 4, 5])
+    pred = _scores(tmp_path / "pred.csv", [3, 3, 3, 3, 3])
+    proc = subprocess.run([sys.executable, "-m", "metrics", "corr", gold, pred],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env())
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines() == ["group\tn\tpearson\tpvalue", "overall\t5\tnan\tnan"]
+    assert proc.stderr.splitlines() == [
+        "python -m metrics corr: warning: An input array is constant; the correlation "
+        "coefficient is not defined."]
+
+
+def test_corr_one_row_is_an_error_before_any_output(tmp_path):
+    gold = _scores(tmp_path / "gold.csv", [1])
+    proc = subprocess.run([sys.executable, "-m", "metrics", "corr", gold, gold],
+                          capture_output=True, text=True, cwd=tmp_path, env=_env())
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.strip() == (f"python -m metrics corr: error: {gold}: 1 data row; a "
+                                   "correlation needs at least 2")
+
+
+@pytest.mark.parametrize("method", ["pearson", "spearman", "kendall"])
+def test_corr_confidence_interval_columns(tmp_path, method):
+    rng = np.random.default_rng(8)
+    g = rng.normal(size=90)
+    p = g + rng.normal(size=90)
+    lang = np.array(["en", "fr"])[np.arange(90) % 2]
+    _write_csv(tmp_path / "gold.csv", ["label", "language"], zip(g, lang))
+    _write_csv(tmp_path / "pred.csv", ["label"], [(repr(float(v)),) for v in p])
+    args = ["corr", str(tmp_path / "gold.csv"), str(tmp_path / "pred.csv"), "--method", method,
+            "--by", "language"]
+    code, out = run(args + ["--ci", "0.9"])
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"group\tn\t{method}\tpvalue\tfisher90_low\tfisher90_high"
+    func = {"pearson": metrics_pkg.pearson, "spearman": metrics_pkg.spearman,
+            "kendall": metrics_pkg.kendall}[method]
+    for line in lines[1:]:
+        label, _, _, _, lo, hi = line.split("\t")
+        m = slice(None) if label == "overall" else lang == label
+        ref = func(g[m], p[m]).confidence_interval(0.9)
+        assert (float(lo), float(hi)) == pytest.approx(tuple(ref), abs=1e-6)
+    code, out = run(args + ["--ci", "0.95", "--ci-method", "bootstrap", "--n-resamples",
+                            "300", "--seed", "4"])
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == f"group\tn\t{method}\tpvalue\tbootstrap95_low\tbootstrap95_high"
+    label, _, _, _, lo, hi = lines[-1].split("\t")
+    ref = metrics_pkg.bootstrap_ci(g, p, method=method, n_resamples=300, seed=4)
+    assert (float(lo), float(hi)) == pytest.approx(tuple(ref.confidence_interval), abs=1e-6)
+
+
+def test_corr_ci_level_is_checked(tmp_path, capsys):
+    gold = _scores(tmp_path / "gold.csv", [1, 2, 3, 4])
+    for bad in ("1.5", "0", "1_0", "x"):
+        with pytest.raises(SystemExit) as exc:
+            run(["corr", gold, gold, "--ci", bad])
+        assert exc.value.code == 2
+        assert "--ci: must be a number in (0, 1)" in capsys.readouterr().err

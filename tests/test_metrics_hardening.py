@@ -191,7 +191,15 @@ HOSTILE_KERNEL_CALLS = {
         " np.zeros(2), np.zeros(2), 1)"),
     "unit_disagreement_counts, fewer values than columns": (
         "_agree.unit_disagreement_counts(np.ones((2, 5000)), f(1), 0, np.zeros(2), np.zeros(2), 1)"),
-    "ratio_expected, a short output": "_agree.ratio_expected(f(50_000), f(50_000), np.zeros(2), 1)",
+    # a short output is a block of rows (issue 31: the O(V^2) sum runs in short calls)
+    "ratio_expected, rows past the values": (
+        "_agree.ratio_expected(f(50_000), f(50_000), np.zeros(2), 1, 49_999)"),
+    "ratio_expected, a negative first row": (
+        "_agree.ratio_expected(f(50_000), f(50_000), np.zeros(2), 1, -1)"),
+    "ratio_expected, counts shorter than the values": (
+        "_agree.ratio_expected(f(50_000), f(2), np.zeros(2), 1)"),
+    "boot_pearson, a negative first resample": (
+        "_boot.boot_pearson(f(1000), f(1000), 1, np.zeros(4), 1, -1)"),
     "segment_inversions, offsets past the values": (
         "_corr.segment_inversions(np.zeros(3, dtype=np.intc), np.array([0, 10**9], dtype=np.intp),"
         " np.zeros(1, np.int64), 1)"),
