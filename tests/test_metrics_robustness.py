@@ -1,4 +1,4 @@
-"""Issue 31 (metrics): Ctrl-C in bootstrap_ci, integer ranks, extreme scales,
+"""Metrics robustness: Ctrl-C in bootstrap_ci, integer ranks, extreme scales,
 confidence intervals of the rank correlations."""
 
 from __future__ import annotations
