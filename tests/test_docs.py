@@ -4,8 +4,9 @@ Found by scanning the Markdown, so blocks added later are picked up:
 
 - ```` ```python ```` blocks run as a script (``__main__``) in an empty folder,
   or as a doctest when they start with ``>>>`` (outputs compared);
-- plain ```` ``` ```` blocks whose first line is ``$ overlap ...`` run that command
-  (``python -m overlap``) in an empty folder and must exit 0; the lines after the
+- plain ```` ``` ```` blocks whose first line is ``$ overlap ...`` or
+  ``$ python -m metrics ...`` run that command in an empty folder (holding the
+  files of the blocks marked ``<!-- doc-test: file NAME -->``) and must exit 0; the lines after the
   command are its expected stdout, compared after normalising timings
   (``1.23 s``, ``45 ms``, ``0.07s``) and the thread count;
 - other blocks (install lines, output listings, shell sketches) are not run.
@@ -31,6 +32,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -47,8 +49,10 @@ SKIP = re.compile(r"<!--\s*doc-test:\s*skip\s*(.*?)\s*-->")
 PLAIN = re.compile(r"<!--\s*doc-test:\s*plain-install\s*-->")
 FILE = re.compile(r"<!--\s*doc-test:\s*file\s+(\S+)\s*-->")
 SHAPE = re.compile(r"<!--\s*doc-test:\s*shape\s+(.*?)\s*-->")
+#: ``$`` blocks run as shown, their stdout compared
+COMMANDS = ("$ overlap ", "$ python -m metrics ")
 EXTRAS = ("tqdm", "matplotlib", "pandas", "pyarrow", "dask", "distributed", "datasets")
-FENCE = re.compile(r"^```(\w*)\s*$")
+FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # also indented, inside a list
 
 
 def _blocks(path: Path) -> list[tuple[str, int, str, str | None, bool, str]]:
@@ -60,13 +64,15 @@ def _blocks(path: Path) -> list[tuple[str, int, str, str | None, bool, str]]:
         if not m:
             i += 1
             continue
-        lang, start = m.group(1), i
+        indent, lang, start = m.group(1), m.group(2), i
         j = i + 1
-        while j < len(lines) and not lines[j].startswith("```"):
+        while j < len(lines) and not lines[j].strip().startswith("```"):
             j += 1
+        body = [ln[len(indent):] if ln.startswith(indent) else ln.lstrip()
+                for ln in lines[start + 1:j]]
         prev = next((lines[k] for k in range(start - 1, -1, -1) if lines[k].strip()), "")
         sk = SKIP.search(prev)
-        out.append((lang, start + 1, "\n".join(lines[start + 1:j]),
+        out.append((lang, start + 1, "\n".join(body),
                     (sk.group(1) or "marked doc-test: skip") if sk else None,
                     bool(PLAIN.search(prev)), prev))
         i = j + 1
@@ -76,9 +82,9 @@ def _blocks(path: Path) -> list[tuple[str, int, str, str | None, bool, str]]:
 def _cases():
     for path in DOCS:
         for lang, line, text, skip, plain, prev in _blocks(path):
-            if lang == "python" and FILE.search(prev):
-                continue  # a script, run through the ``$ python`` block that shows its output
-            if lang == "python" or (lang == "" and text.startswith("$ overlap ")):
+            if FILE.search(prev):
+                continue  # a file (a script, an input) that ``$`` blocks use
+            if lang == "python" or (lang == "" and text.startswith(COMMANDS)):
                 yield pytest.param(lang, text, skip, plain, id=f"{path.name}:{line}")
 
 
@@ -86,9 +92,9 @@ def _script_files() -> dict[str, str]:
     """Every ``doc-test: file NAME`` block of the docs, by NAME."""
     files = {}
     for path in DOCS:
-        for lang, _, text, _, _, prev in _blocks(path):
+        for _, _, text, _, _, prev in _blocks(path):
             m = FILE.search(prev)
-            if lang == "python" and m:
+            if m:
                 assert m.group(1) not in files, f"two doc blocks are {m.group(1)}"
                 files[m.group(1)] = text
     return files
@@ -97,7 +103,7 @@ def _script_files() -> dict[str, str]:
 def _shape_cases():
     for path in DOCS:
         for lang, line, text, skip, _, prev in _blocks(path):
-            if lang == "" and text.startswith("$ python "):
+            if lang == "" and text.startswith("$ python ") and not text.startswith(COMMANDS):
                 m = SHAPE.search(prev)
                 yield pytest.param(text, m.group(1) if m else None, skip,
                                    id=f"{path.name}:{line}")
@@ -208,8 +214,11 @@ def test_doc_block_runs_as_shown(lang, text, skip, plain, tmp_path):
         assert r.returncode == 0, r.stderr[-3000:]
         return
     command, *expected = text.splitlines()
-    args = command[len("$ overlap "):].split()
-    r = subprocess.run([sys.executable, "-m", "overlap", *args], cwd=tmp_path,
+    for name, body in _script_files().items():  # the inputs the docs show
+        (tmp_path / name).write_text(body + "\n", encoding="utf-8")
+    words = shlex.split(command[2:])
+    argv = ["-m", "overlap", *words[1:]] if words[0] == "overlap" else words[1:]
+    r = subprocess.run([sys.executable, *argv], cwd=tmp_path,
                        env=_env(tmp_path, plain),
                        capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -240,7 +249,7 @@ def test_every_dollar_block_is_run_or_says_why_not():
     for path in DOCS:
         for lang, line, text, skip, _, prev in _blocks(path):
             shown = lang == "" and text.startswith("$ ")
-            run = text.startswith("$ overlap ") or (text.startswith("$ python ")
+            run = text.startswith(COMMANDS) or (text.startswith("$ python ")
                                                    and SHAPE.search(prev))
             if shown and not run and not skip:
                 unchecked.append(f"{path.name}:{line}")
