@@ -309,13 +309,6 @@ def _fields(text: str) -> list[str]:
     return names
 
 
-def _line_bytes(text: str) -> int:
-    n = _count(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
 def _tokenizer_names() -> list[str]:
     from . import TOKENIZERS
 
@@ -351,7 +344,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"tokenizer preset (default: {DEFAULT_TOKENIZER}: wordpunct, except "
                           "that every CJK ideograph, kana and Hangul syllable is a token; "
                           "wordpunct = the published study's rule, same on other text)")
-    tok.add_argument("--max-line-bytes", type=_line_bytes, default=None, metavar="N",
+    tok.add_argument("--max-line-bytes", type=_positive, default=None, metavar="N",
                      dest="max_line_bytes",
                      help="longest line read from any input file, after .gz inflation; a "
                           f"longer one is an error naming file and line (default: "
@@ -839,7 +832,6 @@ def _decontaminate(args: argparse.Namespace, con: Console, train: str, evals: di
 def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
     from .pipeline.scanning import scan
-    from .pipeline.tables import write_table
 
     nt = effective_n_threads(args.threads, "--threads")
     if args.file and args.eval_:
@@ -910,7 +902,6 @@ def _scan_outputs(args: argparse.Namespace, con: Console, inputs: list) -> Any:
 def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) -> int:
     """``overlap scan --train-stream PATH --eval E``: the corpus read chunk by chunk."""
     from .pipeline.streaming import scan_corpus
-    from .pipeline.tables import write_table
     from .stream_readers import STREAM_FORMATS, shard_paths
 
     if args.stream_format is not None and args.stream_format not in STREAM_FORMATS:

@@ -8,7 +8,6 @@ before any work and written all at once (:mod:`overlap.pipeline.output`).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -25,7 +24,7 @@ from ..search import ratio
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import (EOU, SPLIT_FILE_NAMES, SPLITS, find_split_files, read_dialogues,
                        write_dialogues)
-from .output import Outputs
+from .output import Outputs, planned, write_json
 from .report import AT, CleanReport, CleanSettings, DedupCounts, parse_thresholds
 from .scanning import DEFAULT_TOKENIZER, Log, scan, tokenize_fields
 from .steps import KEEP, _dedup_first, _exact_duplicate_masks, flatten, resplit
@@ -563,41 +562,29 @@ def write_clean(out: str | os.PathLike, result: CleanResult, *, overwrite: bool 
         raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
     if not isinstance(result, CleanResult):
         raise TypeError(f"result must be a CleanResult, got {type_name(result)}")
-    own = outputs is None
-    if outputs is None:
-        outputs = Outputs(overwrite=overwrite)
-        plan_clean_outputs(outputs, out, result.unit, result.formats)
-        outputs.check()
     d = os.fspath(out)
     files = []
-    try:
+    with planned(outputs, lambda o: plan_clean_outputs(o, out, result.unit, result.formats),
+                 overwrite) as outs:
         if result.unit == "dialogue":
             for k, dialogues in result.dialogues.items():
                 p = os.path.join(d, SPLIT_FILE_NAMES[k])
-                write_dialogues(outputs.stage(p), dialogues)
+                write_dialogues(outs.stage(p), dialogues)
                 files.append(p)
             for k, s in result.samples.items():
                 p = os.path.join(d, f"{k}.jsonl")
-                write_table(outputs.stage(p), {"context": s.context, "response": s.response,
-                                               "dialogue": s.dialogue.tolist(),
-                                               "turn": s.turn.tolist()}, "jsonl")
+                write_table(outs.stage(p), {"context": s.context, "response": s.response,
+                                            "dialogue": s.dialogue.tolist(),
+                                            "turn": s.turn.tolist()}, "jsonl")
                 files.append(p)
         else:
             for k, table in result.tables.items():
                 f = result.formats.get(k, "jsonl")
                 p = os.path.join(d, f"{k}.{_EXT[f]}")
-                write_table(outputs.stage(p), table, f)
+                write_table(outs.stage(p), table, f)
                 files.append(p)
         p = os.path.join(d, "report.json")
-        with open(outputs.stage(p), "w", encoding="utf-8") as fh:
-            json.dump(result.report.as_dict(), fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+        write_json(outs, p, result.report.as_dict())
         files.append(p)
-    except BaseException:
-        if own:
-            outputs.abort()
-        raise
-    if own:
-        outputs.commit()
     result.files[:] = files
     return files

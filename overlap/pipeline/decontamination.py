@@ -20,7 +20,6 @@ again) is :func:`overlap.pipeline.clean`, for a corpus you own.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -37,7 +36,7 @@ from ..search import max_overlap, ratio
 from ..tokensets import Tokenizer, TokenSets
 from .cleaning import _EXT, _Split, _read_split, _take_rows, _unit_text
 from .dialogue import SPLIT_FILE_NAMES, write_dialogues
-from .output import Outputs
+from .output import Outputs, planned, write_json
 from .report import AT, OverlapSummary, parse_thresholds, summarize
 from .scanning import DEFAULT_TOKENIZER, Log, tokenize_fields
 from .steps import KEEP, _dedup_first
@@ -456,30 +455,19 @@ def write_decontaminated(out: str | os.PathLike, result: DecontaminationResult, 
         raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
     if not isinstance(result, DecontaminationResult):
         raise TypeError(f"result must be a DecontaminationResult, got {type_name(result)}")
-    own = outputs is None
-    if outputs is None:
-        outputs = Outputs(overwrite=overwrite)
-        plan_decontaminate_outputs(outputs, out, result.unit, result.format)
-        outputs.check()
     d = os.fspath(out)
     files = []
-    try:
+    with planned(outputs, lambda o: plan_decontaminate_outputs(o, out, result.unit,
+                                                               result.format),
+                 overwrite) as outs:
         p = os.path.join(d, _output_name(result.unit, result.format))
         if result.unit == "dialogue":
-            write_dialogues(outputs.stage(p), result.train)
+            write_dialogues(outs.stage(p), result.train)
         else:
-            write_table(outputs.stage(p), result.train, result.format)
+            write_table(outs.stage(p), result.train, result.format)
         files.append(p)
         p = os.path.join(d, "report.json")
-        with open(outputs.stage(p), "w", encoding="utf-8") as fh:
-            json.dump(result.report.as_dict(), fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
+        write_json(outs, p, result.report.as_dict())
         files.append(p)
-    except BaseException:
-        if own:
-            outputs.abort()
-        raise
-    if own:
-        outputs.commit()
     result.files[:] = files
     return files

@@ -32,12 +32,13 @@ import signal
 import stat
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from .._validation import type_name
 
-__all__ = ["OutputError", "OutputWriteError", "atomic_write", "temporary_name", "Outputs"]
+__all__ = ["OutputError", "OutputWriteError", "atomic_write", "temporary_name", "Outputs",
+           "planned", "write_json"]
 
 
 class OutputError(ValueError):
@@ -442,3 +443,31 @@ class Outputs:
             named = _named_write_error(exc, self._writing)
             if named is not exc:
                 raise named from exc
+
+
+@contextlib.contextmanager
+def planned(outputs: Outputs | None, plan: Callable[[Outputs], None],
+            overwrite: bool = False) -> Iterator[Outputs]:
+    """The caller's ``outputs``, or new ones planned by ``plan`` and checked here.
+
+    A writer that takes ``outputs=`` from a caller (who commits them) or makes
+    its own: its own are committed when the block ends, or aborted when it
+    raises; the caller's are left to the caller.
+    """
+    if outputs is not None:
+        yield outputs
+        return
+    own = Outputs(overwrite=overwrite)
+    plan(own)
+    own.check()
+    with own:
+        yield own
+
+
+def write_json(outputs: Outputs, path: str, data: Any) -> None:
+    """Stage ``data`` as indented UTF-8 JSON for the planned output ``path``."""
+    import json
+
+    with open(outputs.stage(path), "w", encoding="utf-8") as fh:
+        json.dump(data, fh, indent=2, ensure_ascii=False)
+        fh.write("\n")
