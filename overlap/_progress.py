@@ -63,11 +63,12 @@ def check_progress(progress: ProgressArg) -> ProgressArg:
     )
 
 
-def make_progress(progress: ProgressArg, total: int, desc: str):
+def make_progress(progress: ProgressArg, total: int, desc: str, unit: str = "query"):
     """An object with ``update(n)`` and ``close()``.
 
     ``progress`` may be False/None (silent), True (a tqdm bar on stderr, or a
     plain text line when tqdm is missing) or a callable ``f(done, total)``.
+    ``unit`` names what is counted on a tqdm bar (``"B"``: bytes, scaled).
     """
     check_progress(progress)
     if progress is None or progress is False:
@@ -79,5 +80,39 @@ def make_progress(progress: ProgressArg, total: int, desc: str):
             from tqdm.auto import tqdm
         except ImportError:
             return _TextBar(total, desc)
-        return tqdm(total=total, desc=desc, unit="query", leave=False, dynamic_ncols=True)
+        return tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True,
+                    unit_scale=unit == "B")
     raise AssertionError("unreachable: check_progress accepted it")  # pragma: no cover
+
+
+class LineProgress:
+    """Progress of a file read line by line, in bytes: ``f(bytes_read, file_size)``.
+
+    A reader calls :meth:`tick` when ``not lineno & LineProgress.MASK`` (every
+    4,096 lines): the position (``fh.tell()``) is reported then, so there is no
+    per-line cost worth measuring.  :meth:`close` reports the end of the file
+    (``done`` reaches ``total``).
+    """
+
+    #: ``not lineno & MASK`` on every 4,096th line.
+    MASK = 4095
+
+    def __init__(self, progress: ProgressArg, fh: Any, total: int, desc: str) -> None:
+        self.bar = make_progress(progress, total, desc, unit="B")
+        self.on = not isinstance(self.bar, _Silent)
+        self.fh, self.total, self.done = fh, total, 0
+
+    def tick(self) -> None:
+        if self.on:
+            self._report(self.fh.tell())
+
+    def _report(self, pos: int) -> None:
+        if pos > self.done:
+            self.bar.update(pos - self.done)
+            self.done = pos
+
+    def close(self, complete: bool = True) -> None:
+        """Report the whole file read (``complete``) and close the bar."""
+        if self.on and complete:
+            self._report(max(self.total, self.fh.tell()))
+        self.bar.close()

@@ -145,7 +145,11 @@ class Console:
         if self._bar is not None and (total != self._last[1] or done < self._last[0]):
             self.close_bar()
         if self._bar is None:
-            self._bar = _make_bar(total, self.step, self.err, self.tty, unit)
+            # shown once the step (not the bar) has run for a second: a step
+            # whose first update comes late still gets its bar
+            ran = 0.0 if self._step_start is None else time.perf_counter() - self._step_start
+            self._bar = _make_bar(total, self.step, self.err, self.tty, unit,
+                                  delay=max(0.0, SHOW_AFTER - ran))
         self._bar.update(done - max(self._last[0], 0))
         self._last = (done, total)
         if done >= total:
@@ -158,18 +162,26 @@ class Console:
         self._last = (-1, -1)
 
 
+#: Seconds a step runs before its progress bar appears.
+SHOW_AFTER = 1.0
+
+
 class _TextBar:
     """A progress line that appears once a step has run for a second.
 
     On a terminal it redraws itself with ``\\r``; in a log (``tty=False``) it
     writes a new line at most every ``interval`` seconds, and one at the end.
+    It is shown from ``delay`` seconds after it is made (the rest of the
+    step's first second); rate and ETA count from when it is made.
     """
 
     def __init__(self, total: int, desc: str, stream: Any, tty: bool,
-                 interval: float = 5.0, unit: str = "sample") -> None:
+                 interval: float = 5.0, unit: str = "sample",
+                 delay: float = SHOW_AFTER) -> None:
         self.total, self.desc, self.done, self.unit = total, desc, 0, unit
         self.stream, self.tty, self.interval = stream, tty, interval
         self.start = time.monotonic()
+        self.visible = self.start + delay
         self.last_shown = -1e9
         self.shown = False
 
@@ -192,7 +204,7 @@ class _TextBar:
         self.done += n
         now = time.monotonic()
         elapsed = now - self.start
-        if elapsed < 1.0:
+        if now < self.visible:
             return
         if self.tty:
             self.stream.write("\r" + self._line(elapsed))
@@ -213,19 +225,20 @@ class _TextBar:
         self.stream.flush()
 
 
-def _make_bar(total: int, desc: str, stream: Any, tty: bool, unit: str = "sample") -> Any:
+def _make_bar(total: int, desc: str, stream: Any, tty: bool, unit: str = "sample",
+              delay: float = SHOW_AFTER) -> Any:
     if not tty:  # a log: plain lines, never carriage returns
-        return _TextBar(total, desc, stream, tty, unit=unit)
+        return _TextBar(total, desc, stream, tty, unit=unit, delay=delay)
     try:
         from tqdm.auto import tqdm
     except ImportError:
-        return _TextBar(total, desc, stream, tty, unit=unit)
+        return _TextBar(total, desc, stream, tty, unit=unit, delay=delay)
     kwargs = dict(total=total, desc=desc, leave=False, unit=unit, dynamic_ncols=True,
                   file=stream, mininterval=0.5, unit_scale=unit == "B")
     try:
-        return tqdm(delay=1.0, **kwargs)  # shown only once a step has run for a second
+        return tqdm(delay=delay, **kwargs)  # shown only once a step has run for a second
     except TypeError:  # tqdm older than 4.60 has no delay
-        return _TextBar(total, desc, stream, tty, unit=unit)
+        return _TextBar(total, desc, stream, tty, unit=unit, delay=delay)
 
 
 def _counted(n: int, noun: str) -> str:
@@ -1027,26 +1040,29 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     if in_fmt == "dailydialog":
         if not os.path.isfile(args.input):
             raise FileNotFoundError(f"{args.input}: no such file")
-        units = read_dialogues(args.input)
+        units = read_dialogues(args.input, progress=con.byte_progress)
         if not units:
             raise UsageError(f"{args.input}: no dialogue (0 samples read)")
-        texts = [f" {EOU} ".join(u) for u in units]
         con.log("tokenize: dialogues")
         ts: tuple = (TokenSets.from_texts([" ".join(u) for u in units], args.tokenizer,
-                                          args.ngram, n_threads=nt),)
+                                          args.ngram, n_threads=nt, progress=con.progress),)
         what = "dialogues"
     else:
-        _, cols, table = read_named_fields(args.input, args.fields, in_fmt)
-        texts = [" | ".join(x) for x in zip(*cols)]
+        _, cols, table = read_named_fields(args.input, args.fields, in_fmt,
+                                           progress=con.byte_progress)
         con.log("tokenize: the fields")
         ts = tokenize_fields(cols, "fields", tokenizer=args.tokenizer, ngram=args.ngram,
-                             n_threads=nt)
+                             n_threads=nt, progress=con.progress)
         what = "rows"
-    con.log(f"dedup: at threshold {args.threshold:g}, keep {args.keep}")
+    # the index build, the join (with a bar) and the passes each get a step line
+    con.log(f"dedup: at threshold {args.threshold:g}, keep {args.keep}: indexing "
+            f"{len(ts[0]):,} {what}")
     if args.keep == "first":
-        res = dedup_first(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
+        res = dedup_first(ts, threshold=args.threshold, n_threads=nt, progress=con.progress,
+                          _log=con.log)
     else:
-        res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress)
+        res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress,
+                    _log=con.log)
     keep = res.keep.tolist()
     with outs:
         if in_fmt == "dailydialog":
@@ -1063,8 +1079,11 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 con.data_to_stdout(lambda fh: write_rows(fh, kept_table, out_fmt, "stdout"))
             else:
                 con.log(f"write: {args.out}")
-                write_table(outs.stage(args.out), kept_table, out_fmt)
+                write_table(outs.stage(args.out), kept_table, out_fmt, progress=con.progress)
         if args.report:
+            con.log(f"write: {args.report}")
+            texts = ([f" {EOU} ".join(u) for u in units] if in_fmt == "dailydialog"
+                     else [" | ".join(x) for x in zip(*cols)])
             import numpy as np
 
             removed = np.flatnonzero(~res.keep)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +69,7 @@ def dedup(
     threshold: float = 0.8,
     n_threads: int | None = None,
     progress: ProgressArg = False,
+    _log: Callable[[str], Any] | None = None,
 ) -> DedupResult:
     """Iterative near-duplicate removal of the published overlap study.
 
@@ -87,7 +90,8 @@ def dedup(
     threshold : float in [0, 1], default 0.8
     n_threads : int or None
     progress : bool or callable
-        Progress of the join (the passes themselves are fast).
+        Progress of the join (the passes themselves are fast).  The index the
+        join reads is built first, in a few kernel calls, without progress.
 
     Returns
     -------
@@ -102,11 +106,16 @@ def dedup(
         left = right = np.zeros(0, dtype=np.int64)
         score = np.zeros(0, dtype=np.float64)
     else:
-        pairs = OverlapIndex._build(fields, "units", nt, as_queries=True).join(
-            None, threshold=max(t, _TINY), n_threads=nt, progress=progress
-        )
+        # _log (the command line's step lines): the phases without a bar get a line
+        index = OverlapIndex._build(fields, "units", nt, as_queries=True)
+        if _log is not None:
+            _log(f"dedup: joining {n:,} units with themselves")
+        pairs = index.join(None, threshold=max(t, _TINY), n_threads=nt, progress=progress)
+        del index
         strict = pairs.score > t
         left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
+    if _log is not None:
+        _log(f"dedup: passes over {left.shape[0]:,} pairs above the threshold")
     return dedup_from_edges(left, right, score, n)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Union
 import numpy as np
 
 from . import _tokenize
+from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._validation import (
     MAX_C_INT,
@@ -33,6 +34,9 @@ HASH_VERSION = 1
 
 #: Code points tokenized by one kernel call of ``from_texts`` (about 0.1-0.3 s).
 TEXT_CHUNK = 1 << 24
+
+#: A callable tokenizer's progress is reported every 8,192 texts.
+_CALLABLE_EVERY_MASK = 8191
 
 Tokenizer = Union[str, Callable[[str], Sequence[str]]]
 
@@ -187,6 +191,7 @@ class TokenSets:
         n_threads: int | None = None,
         *,
         seed: int = 0,
+        progress: ProgressArg = False,
     ) -> TokenSets:
         """Tokenize and hash texts.
 
@@ -213,6 +218,11 @@ class TokenSets:
             Threads for hashing (None: all cores).
         seed : int, default 0
             Hash seed; sets built with different seeds are not comparable.
+        progress : bool or callable f(done, total), default False
+            Texts tokenized so far, reported after every chunk of about
+            16 million characters (a callable tokenizer: every 8,192 texts) and
+            at the end, where ``done`` reaches ``total``; True shows a bar on
+            stderr.  Ctrl-C stops the call between chunks.
 
         Returns
         -------
@@ -224,6 +234,7 @@ class TokenSets:
         ngram = check_int(ngram, "ngram", minimum=1, maximum=MAX_C_INT)
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
+        check_progress(progress)
         nt = threads_for(len(items), effective_n_threads(n_threads), 2048)
         if isinstance(tokenizer, str):
             if tokenizer not in TOKENIZERS:
@@ -231,6 +242,21 @@ class TokenSets:
                     f"tokenizer must be one of {sorted(TOKENIZERS)} or a callable, "
                     f"got {tokenizer!r}"
                 )
+        elif not callable(tokenizer):
+            raise TypeError(
+                f"tokenizer must be a preset name or a callable, got {type_name(tokenizer)}"
+            )
+        bar = make_progress(progress, len(items), "from_texts", unit="text")
+        try:
+            return cls._from_texts(items, tokenizer, ngram, multiset, seed, nt, bar)
+        finally:
+            bar.close()
+
+    @classmethod
+    def _from_texts(cls, items: list, tokenizer: Tokenizer, ngram: int, multiset: bool,
+                    seed: int, nt: int, bar: Any) -> TokenSets:
+        """:meth:`from_texts` on checked arguments; ``bar.update(n)`` after every n texts."""
+        if isinstance(tokenizer, str):
             tok_name = str(tokenizer)
             prov = Provenance("texts", tok_name, ngram, multiset, seed, HASH_VERSION)
             parts = []
@@ -241,10 +267,11 @@ class TokenSets:
                 indptr, raw = _tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, nt)
                 del lowered
                 parts.append(_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+                bar.update(b - a)
             if len(parts) == 1:
                 return cls._trusted(*parts[0], prov)
             return cls._trusted(*_concat_rows(parts, multiset), prov)
-        elif callable(tokenizer):
+        else:
             tok_name = _callable_name(tokenizer)
             tokens: list[str] = []
             lengths = np.empty(len(items), dtype=np.int64)
@@ -266,15 +293,15 @@ class TokenSets:
                         toks[j] = exact_str(t)
                 tokens.extend(toks)
                 lengths[i] = len(toks)
+                if not (i + 1) & _CALLABLE_EVERY_MASK:
+                    bar.update(_CALLABLE_EVERY_MASK + 1)
             _, raw = _tokenize.scan_texts(tokens, _MODE_WHOLE, seed, nt)
             indptr = np.zeros(len(items) + 1, dtype=np.int64)
             np.cumsum(lengths, out=indptr[1:])
-        else:
-            raise TypeError(
-                f"tokenizer must be a preset name or a callable, got {type_name(tokenizer)}"
-            )
         prov = Provenance("texts", tok_name, ngram, multiset, seed, HASH_VERSION)
-        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
+        out = cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
+        bar.update(len(items) & _CALLABLE_EVERY_MASK)  # the texts since the last report
+        return out
 
     @classmethod
     def from_ids(

@@ -447,7 +447,7 @@ def test_interrupted_write_leaves_no_half_file(tmp_path, sigint_reaches_children
     code = (
         "import os, signal, sys, overlap.pipeline.tables as t\n"
         "orig = t.write_table\n"
-        "def slow(path, table, fmt=None):\n"
+        "def slow(path, table, fmt=None, **kw):  # kw: progress=\n"
         "    with open(path, 'w') as fh:\n"
         "        fh.write('half')\n"
         "    os.kill(os.getpid(), signal.SIGINT)\n"

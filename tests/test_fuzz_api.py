@@ -123,7 +123,7 @@ def _targets() -> dict:
     return {
         "TokenSets.from_texts": (TokenSets.from_texts, dict(
             texts=["a b", "c"], tokenizer="wordpunct", ngram=1, multiset=False, n_threads=1,
-            seed=0)),
+            seed=0, progress=False)),
         "TokenSets.from_ids": (TokenSets.from_ids, dict(
             sequences=[[1, 2], [3]], ngram=1, multiset=False, n_threads=1, seed=0)),
         "TokenSets.from_csr": (TokenSets.from_csr, dict(

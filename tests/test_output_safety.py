@@ -136,7 +136,7 @@ def test_a_full_disk_names_the_output(tmp_path):
     small_table(tmp_path)
     code = (
         "import errno, sys, overlap.pipeline.tables as t\n"
-        "def full(path, table, fmt=None):\n"
+        "def full(path, table, fmt=None, **kw):\n"
         "    open(path, 'w').write('half')\n"
         "    raise OSError(errno.ENOSPC, 'No space left on device')\n"
         "t.write_table = full\n"

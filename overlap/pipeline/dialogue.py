@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._lines import bounded_lines, decode_line
+from .._progress import LineProgress, ProgressArg, check_progress
 from .._validation import check_int, row_indices, type_name
 from .output import atomic_write
 
@@ -36,7 +37,8 @@ def parse_dialogue(line: str) -> list[str]:
 
 
 def read_dialogues(path: str | os.PathLike, *,
-                   max_line_bytes: int | None = None) -> list[list[str]]:
+                   max_line_bytes: int | None = None,
+                   progress: ProgressArg = False) -> list[list[str]]:
     """Read a DailyDialog-style file: one dialogue a line, utterances ended by ``__eou__``.
 
     Parameters
@@ -45,6 +47,9 @@ def read_dialogues(path: str | os.PathLike, *,
         UTF-8 text (a BOM is ignored); blank lines are skipped.
     max_line_bytes : int, optional
         Longest line read (default 64 MiB, ``overlap._lines.MAX_LINE_BYTES``).
+    progress : bool or callable f(bytes_read, file_size), default False
+        Progress of the reading in bytes, reported every 4,096 lines and at the
+        end (``bytes_read`` then reaches ``file_size``).
 
     Returns
     -------
@@ -59,23 +64,33 @@ def read_dialogues(path: str | os.PathLike, *,
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
+    check_progress(progress)
     dialogues = []
     p = os.fspath(path)
     lineno = 0
+    mask = LineProgress.MASK
     with open(p, "rb") as fh:
-        for raw in bounded_lines(fh, p, max_line_bytes):
-            # universal newlines: \r\n, \n and a lone \r each end a line
-            for part in raw.replace(b"\r\n", b"\n").split(b"\r"):
-                if not part:
-                    continue
-                lineno += 1
-                line = decode_line(part, p, lineno, first=lineno == 1)
-                if not line.strip():
-                    continue
-                utts = parse_dialogue(line)
-                if not utts:
-                    raise ValueError(f"{p}:{lineno}: no utterance on this line")
-                dialogues.append(utts)
+        read = LineProgress(progress, fh, os.fstat(fh.fileno()).st_size, "read")
+        try:
+            for n_raw, raw in enumerate(bounded_lines(fh, p, max_line_bytes), start=1):
+                if not n_raw & mask:
+                    read.tick()
+                # universal newlines: \r\n, \n and a lone \r each end a line
+                for part in raw.replace(b"\r\n", b"\n").split(b"\r"):
+                    if not part:
+                        continue
+                    lineno += 1
+                    line = decode_line(part, p, lineno, first=lineno == 1)
+                    if not line.strip():
+                        continue
+                    utts = parse_dialogue(line)
+                    if not utts:
+                        raise ValueError(f"{p}:{lineno}: no utterance on this line")
+                    dialogues.append(utts)
+        except BaseException:
+            read.close(complete=False)
+            raise
+        read.close()
     return dialogues
 
 

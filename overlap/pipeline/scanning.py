@@ -15,7 +15,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from .._progress import ProgressArg
+from .._progress import ProgressArg, check_progress, make_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, type_name
 from ..search import max_overlap
@@ -45,6 +45,7 @@ def tokenize_fields(
     tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
     n_threads: int | None = None,
+    progress: ProgressArg = False,
 ) -> tuple:
     """Token sets of every field of ``data``.
 
@@ -58,11 +59,16 @@ def tokenize_fields(
         Argument name for error messages.
     tokenizer, ngram, n_threads
         As in :meth:`TokenSets.from_texts`.
+    progress : bool or callable f(done, total), default False
+        Texts tokenized so far over all the fields (``total`` is the number of
+        fields times the number of rows), reported as
+        :meth:`TokenSets.from_texts` reports it; nothing for TokenSets.
 
     Returns
     -------
     tuple of TokenSets
     """
+    check_progress(progress)
     if isinstance(data, TokenSets):
         return (data,)
     if isinstance(data, Samples):
@@ -86,9 +92,27 @@ def tokenize_fields(
                     f"{name}: every field must have the same length; field 0 has "
                     f"{len(columns[0])}, field {f} has {len(col)}"
                 )
-    return tuple(
-        TokenSets.from_texts(col, tokenizer, ngram, n_threads=n_threads) for col in columns
-    )
+    if not progress:
+        return tuple(
+            TokenSets.from_texts(col, tokenizer, ngram, n_threads=n_threads) for col in columns
+        )
+    # one bar over all the fields: each field's from_texts reports its own texts
+    bar = make_progress(progress, sum(len(c) for c in columns), "tokenize", unit="text")
+    seen = [0]
+
+    def field_done(done: int, _total: int) -> None:
+        bar.update(done - seen[0])
+        seen[0] = done
+
+    out = []
+    try:
+        for col in columns:
+            seen[0] = 0
+            out.append(TokenSets.from_texts(col, tokenizer, ngram, n_threads=n_threads,
+                                            progress=field_done))
+    finally:
+        bar.close()
+    return tuple(out)
 
 
 # --------------------------------------------------------------------- scan

@@ -16,18 +16,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from .._progress import ProgressArg
+from .._fields import as_fields
+from .._progress import ProgressArg, check_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_unit_interval, type_name
 from ..dedup import DedupResult, dedup, exact_duplicates
-from ..search import max_overlap, overlap_join
+from ..search import OverlapIndex, max_overlap
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples, make_samples
 from .report import SampleCounts
@@ -294,6 +296,7 @@ def dedup_first(
     threshold: float = 0.8,
     n_threads: int | None = None,
     progress: ProgressArg = False,
+    _log: Callable[[str], Any] | None = None,
 ) -> DedupResult:
     """Near-duplicate removal that keeps the earliest unit of every group.
 
@@ -317,20 +320,29 @@ def dedup_first(
         ``passes`` is 1; ``cluster`` and ``n_edges`` as in :func:`overlap.dedup`.
     """
     threshold = check_unit_interval(threshold, "threshold")
+    check_progress(progress)
     nt = effective_n_threads(n_threads)
     fields = tokenize_fields(units, "units")
-    return _dedup_first(fields, threshold, nt, progress)
+    return _dedup_first(fields, threshold, nt, progress, _log)
 
 
-def _dedup_first(fields: tuple, threshold: float, nt: int, progress: ProgressArg) -> DedupResult:
+def _dedup_first(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
+                 log: Callable[[str], Any] | None = None) -> DedupResult:
     n = len(fields[0])
     t = max(threshold, float(np.nextafter(0.0, 1.0)))
     if n < 2:
         return DedupResult(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), 1,
                            np.arange(n, dtype=np.int64), 0)
-    j = overlap_join(fields, None, threshold=t, n_threads=nt, progress=progress)
+    # log (the command line's step lines): the phases without a bar get a line
+    index = OverlapIndex._build(as_fields(fields, "units"), "units", nt, as_queries=True)
+    if log is not None:
+        log(f"dedup: joining {n:,} units with themselves")
+    j = index.join(None, threshold=t, n_threads=nt, progress=progress)
+    del index
     strict = j.score > threshold
     left, right = j.left[strict], j.right[strict]
+    if log is not None:
+        log(f"dedup: keeping the first of {left.shape[0]:,} pairs above the threshold")
     order = np.lexsort((left, right))
     left, right = left[order], right[order]
     keep = np.ones(n, dtype=bool)

@@ -22,6 +22,7 @@ from typing import Any
 
 from .._lines import bounded_lines, check_str, decode_line, json_line, text_file_kind
 from .._optional import MissingExtra, require
+from .._progress import LineProgress, ProgressArg, check_progress, make_progress
 from .._validation import check_int, type_name
 from .dialogue import make_samples, read_dialogues
 from .output import atomic_write, temporary_name
@@ -112,18 +113,38 @@ def _long_csv_fields() -> Iterator[None]:
         csv.field_size_limit(old)
 
 
-def _decoded_lines(fh, path: str, limit: int | None) -> Iterator[str]:
+def _decoded_lines(fh, path: str, limit: int | None,
+                   read: LineProgress | None = None) -> Iterator[str]:
     """Decoded lines of a binary file (newlines kept), each at most ``limit`` bytes."""
+    mask = LineProgress.MASK
     for lineno, raw in enumerate(bounded_lines(fh, path, limit), start=1):
+        if read is not None and not lineno & mask:
+            read.tick()
         yield decode_line(raw, path, lineno, first=lineno == 1)
 
 
-def _read_csv(path: str, fmt: str = "csv", max_line_bytes: int | None = None
-              ) -> dict[str, list]:
+@contextlib.contextmanager
+def _reading(path: str, progress: ProgressArg) -> Iterator[tuple[Any, LineProgress]]:
+    """``path`` opened for reading bytes, and the progress of reading it (bytes).
+
+    The progress reaches the file's size when the block ends without an error.
+    """
+    with open(path, "rb") as fh:
+        read = LineProgress(progress, fh, os.fstat(fh.fileno()).st_size, "read")
+        try:
+            yield fh, read
+        except BaseException:
+            read.close(complete=False)
+            raise
+        read.close()
+
+
+def _read_csv(path: str, fmt: str = "csv", max_line_bytes: int | None = None,
+              progress: ProgressArg = False) -> dict[str, list]:
     reader = None
     try:
-        with open(path, "rb") as fh, _long_csv_fields():
-            reader = csv.reader(_decoded_lines(fh, path, max_line_bytes),
+        with _reading(path, progress) as (fh, read), _long_csv_fields():
+            reader = csv.reader(_decoded_lines(fh, path, max_line_bytes, read),
                                 dialect=_DIALECTS[fmt])
             header = next(reader, None)
             if header is None:
@@ -148,20 +169,28 @@ def _read_csv(path: str, fmt: str = "csv", max_line_bytes: int | None = None
     return cols
 
 
-def _read_text(path: str, max_line_bytes: int | None = None) -> dict[str, list]:
+def _read_text(path: str, max_line_bytes: int | None = None,
+               progress: ProgressArg = False) -> dict[str, list]:
     """One sample per line (every line, blank ones too; the newline dropped): field ``text``."""
-    with open(path, "rb") as fh:
+    with _reading(path, progress) as (fh, read):
         return {_TEXT_FIELD: [line.rstrip("\r\n")
-                              for line in _decoded_lines(fh, path, max_line_bytes)]}
+                              for line in _decoded_lines(fh, path, max_line_bytes, read)]}
 
 
-def _read_jsonl(path: str, max_line_bytes: int | None = None
-                ) -> tuple[dict[str, list], list[int]]:
-    """Columns of a JSONL file and the line number of every row."""
-    records: list[tuple[int, dict]] = []
-    names: dict[str, None] = {}
-    with open(path, "rb") as fh:
+def _read_jsonl(path: str, max_line_bytes: int | None = None,
+                progress: ProgressArg = False) -> tuple[dict[str, list], list[int]]:
+    """Columns of a JSONL file and the line number of every row.
+
+    Columns are filled as lines are read (one pass, under the reading's
+    progress); a key first seen on a later line gets None for the rows before.
+    """
+    cols: dict[str, list] = {}
+    linenos: list[int] = []
+    mask = LineProgress.MASK
+    with _reading(path, progress) as (fh, read):
         for lineno, raw in enumerate(bounded_lines(fh, path, max_line_bytes), start=1):
+            if not lineno & mask:
+                read.tick()
             line = decode_line(raw, path, lineno, first=lineno == 1)
             if not line.strip():
                 continue
@@ -170,26 +199,27 @@ def _read_jsonl(path: str, max_line_bytes: int | None = None
                 raise ValueError(
                     f"{path}:{lineno}: each line must be a JSON object, got {type_name(obj)}"
                 )
-            records.append((lineno, obj))
             for k in obj:
-                names.setdefault(k, None)
-    cols: dict[str, list] = {k: [] for k in names}
-    for _, obj in records:
-        for k, lst in cols.items():
-            lst.append(obj.get(k))
-    return cols, [ln for ln, _ in records]
+                if k not in cols:
+                    cols[k] = [None] * len(linenos)
+            linenos.append(lineno)
+            for k, lst in cols.items():
+                lst.append(obj.get(k))
+    return cols, linenos
 
 
-def _read_parquet(path: str) -> dict[str, list]:
+def _read_parquet(path: str, progress: ProgressArg = False) -> dict[str, list]:
     pq = require("pyarrow.parquet", "dataframe", "reading Parquet")
-    try:
-        return pq.read_table(path).to_pydict()
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: cannot read Parquet: {e}") from None
+    with _reading(path, progress):  # one call: the bar jumps from 0 to the size
+        try:
+            return pq.read_table(path).to_pydict()
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: cannot read Parquet: {e}") from None
 
 
 def read_table(path: str | os.PathLike, fmt: str | None = None, *,
-               max_line_bytes: int | None = None) -> dict[str, list]:
+               max_line_bytes: int | None = None,
+               progress: ProgressArg = False) -> dict[str, list]:
     """Read a CSV or TSV (header line), JSONL (one object a line), text or Parquet file.
 
     Parameters
@@ -202,12 +232,17 @@ def read_table(path: str | os.PathLike, fmt: str | None = None, *,
         Longest line read (default 64 MiB, :data:`overlap._lines.MAX_LINE_BYTES`,
         or the limit set by :func:`overlap._lines.line_limit`); a longer line is
         a ValueError naming file and line.
+    progress : bool or callable f(bytes_read, file_size), default False
+        Progress of the reading in bytes, reported every 4,096 lines and at the
+        end (``bytes_read`` then reaches ``file_size``); True shows a bar on
+        stderr.
 
     Returns
     -------
     dict of str to list
         Columns in file order.  JSONL keys missing on a line read as None.
     """
+    check_progress(progress)
     fmt = infer_format(path, fmt)
     p = os.fspath(path)
     if not os.path.isfile(p):
@@ -215,12 +250,12 @@ def read_table(path: str | os.PathLike, fmt: str | None = None, *,
     if fmt == "dailydialog":
         raise ValueError(f"{p}: DailyDialog files hold dialogues, not a table; use read_fields")
     if fmt in ("csv", "tsv"):
-        return _read_csv(p, fmt, max_line_bytes)
+        return _read_csv(p, fmt, max_line_bytes, progress)
     if fmt == "jsonl":
-        return _read_jsonl(p, max_line_bytes)[0]
+        return _read_jsonl(p, max_line_bytes, progress)[0]
     if fmt == "text":
-        return _read_text(p, max_line_bytes)
-    return _read_parquet(p)
+        return _read_text(p, max_line_bytes, progress)
+    return _read_parquet(p, progress)
 
 
 def _is_dataset(obj: Any) -> bool:
@@ -375,6 +410,7 @@ def read_fields(
     *,
     turns: int = 1,
     max_line_bytes: int | None = None,
+    progress: ProgressArg = False,
 ) -> tuple[list[list[str]], dict[str, list]]:
     """Read the text fields of a sample file (or DataFrame) for scanning.
 
@@ -394,6 +430,9 @@ def read_fields(
     turns : int, default 1
     max_line_bytes : int, optional
         Longest line of a file read (default 64 MiB); see :func:`read_table`.
+    progress : bool or callable f(bytes_read, file_size), default False
+        Progress of reading a file, in bytes (see :func:`read_table`); nothing
+        is reported for an in-memory table.
 
     Returns
     -------
@@ -409,7 +448,7 @@ def read_fields(
         file that gives no sample.
     """
     names, cols, table = read_named_fields(source, fields, fmt, turns=turns,
-                                           max_line_bytes=max_line_bytes)
+                                           max_line_bytes=max_line_bytes, progress=progress)
     return cols, table
 
 
@@ -420,10 +459,12 @@ def read_named_fields(
     *,
     turns: int = 1,
     max_line_bytes: int | None = None,
+    progress: ProgressArg = False,
 ) -> tuple[list[str], list[list[str]], dict[str, list]]:
     """:func:`read_fields`, and the field names it used first (inferred when not given)."""
     names = None if fields is None else _parse_fields(fields)
     turns = check_int(turns, "turns", minimum=1)
+    check_progress(progress)
     if not isinstance(source, (str, os.PathLike)):
         table = as_table(source)
         where = type(source).__name__
@@ -437,7 +478,8 @@ def read_named_fields(
             raise FileNotFoundError(f"{where}: no such file")
         lines = None
         if fmt == "dailydialog":
-            s = make_samples(read_dialogues(where, max_line_bytes=max_line_bytes), turns)
+            s = make_samples(read_dialogues(where, max_line_bytes=max_line_bytes,
+                                            progress=progress), turns)
             table = {"context": s.context, "response": s.response,
                      "dialogue": s.dialogue.tolist(), "turn": s.turn.tolist()}
             bad = [f for f in (names or ()) if f not in ("context", "response")]
@@ -447,9 +489,9 @@ def read_named_fields(
                     f"not {', '.join(bad)}"
                 )
         elif fmt == "jsonl":
-            table, lines = _read_jsonl(where, max_line_bytes)
+            table, lines = _read_jsonl(where, max_line_bytes, progress)
         else:
-            table = read_table(where, fmt, max_line_bytes=max_line_bytes)
+            table = read_table(where, fmt, max_line_bytes=max_line_bytes, progress=progress)
     if names is None:
         names = infer_fields(table, where)
     for f in names:
@@ -457,6 +499,8 @@ def read_named_fields(
             have = ", ".join(table) or "none"
             raise ValueError(f"{where}: no column {f!r} (columns: {have}); name the "
                              f"compared columns with --fields")
+        if is_file and set(map(type, table[f])) <= {str}:
+            continue  # all exact str, checked as they were read: nothing to report
         for i, v in enumerate(table[f]):
             if not isinstance(v, str):
                 # CSV values are always strings; JSONL knows its lines
@@ -474,6 +518,9 @@ def read_named_fields(
 # ------------------------------------------------------------------ writers
 #: formats :func:`write_rows` writes to a text stream (Parquet is binary)
 STREAM_WRITE_FORMATS = ("csv", "tsv", "jsonl", "text")
+
+#: Rows written between two progress reports of :func:`write_rows`.
+_WRITE_EVERY = 4096
 
 
 def _table_rows(table: dict[str, list]) -> int:
@@ -497,7 +544,8 @@ def _check_text_column(table: dict[str, list], where: str) -> list:
     return lines
 
 
-def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output") -> None:
+def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output", *,
+               progress: ProgressArg = False) -> None:
     """Write a table to an open text stream (a file, ``sys.stdout``) as CSV, TSV, JSONL or text.
 
     Parameters
@@ -508,25 +556,37 @@ def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output")
     fmt : {"csv", "tsv", "jsonl", "text"}
     where : str
         Names the output in errors.
+    progress : bool or callable f(rows_written, rows), default False
+        Rows written so far, every 4,096 rows and at the end; True shows a
+        bar on stderr.
     """
+    check_progress(progress)
     if fmt not in STREAM_WRITE_FORMATS:
         raise ValueError(f"{where}: a stream takes {', '.join(STREAM_WRITE_FORMATS)}, got {fmt!r}")
     n = _table_rows(table)
-    cols = list(table)
-    if fmt in ("csv", "tsv"):
-        w = csv.writer(fh, dialect=_DIALECTS[fmt])
-        w.writerow(cols)
-        for i in range(n):
-            w.writerow([table[c][i] for c in cols])
-    elif fmt == "jsonl":
-        for i in range(n):
-            fh.write(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False) + "\n")
-    else:
-        for v in _check_text_column(table, where):
-            fh.write(v + "\n")
+    lines = _check_text_column(table, where) if fmt == "text" else None
+    bar = make_progress(progress, n, "write", unit="row")
+    try:
+        cols = list(table)
+        w = csv.writer(fh, dialect=_DIALECTS[fmt]) if fmt in ("csv", "tsv") else None
+        if w is not None:
+            w.writerow(cols)
+        for a in range(0, n, _WRITE_EVERY):
+            z = min(n, a + _WRITE_EVERY)
+            if w is not None:
+                w.writerows([table[c][i] for c in cols] for i in range(a, z))
+            elif lines is None:
+                fh.writelines(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False)
+                              + "\n" for i in range(a, z))
+            else:
+                fh.writelines(v + "\n" for v in lines[a:z])
+            bar.update(z - a)
+    finally:
+        bar.close()
 
 
-def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None) -> None:
+def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None, *,
+                progress: ProgressArg = False) -> None:
     """Write a table (dict of equally long lists) as CSV, TSV, JSONL, text or Parquet.
 
     The file is written to a temporary name and renamed when complete.
@@ -538,26 +598,34 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
     fmt : {"csv", "tsv", "jsonl", "parquet", "text"}, optional
         Default: from the extension (``.txt``: ``"text"``, the ``text`` column
         one value a line).
+    progress : bool or callable f(rows_written, rows), default False
+        Rows written so far, every 4,096 rows and at the end (Parquet: at the
+        end only); True shows a bar on stderr.
     """
+    check_progress(progress)
     fmt = infer_format(path, fmt, sniff=False)
-    _table_rows(table)
+    n = _table_rows(table)
     p = os.fspath(path)
     if fmt in STREAM_WRITE_FORMATS:
         if fmt == "text":
             _check_text_column(table, p)  # before the file is opened
         with atomic_write(p, "w", encoding="utf-8", newline="" if fmt in ("csv", "tsv")
                           else "\n") as fh:
-            write_rows(fh, table, fmt, p)
+            write_rows(fh, table, fmt, p, progress=progress)
     elif fmt == "parquet":
         pa = require("pyarrow", "dataframe", "writing Parquet")
         pq = require("pyarrow.parquet", "dataframe", "writing Parquet")
+        bar = make_progress(progress, n, "write", unit="row")
         tmp = temporary_name(p)
         try:
             pq.write_table(pa.table(table), tmp)
             os.replace(tmp, p)
+            bar.update(n)
         except BaseException:
             if os.path.exists(tmp):
                 os.remove(tmp)
             raise
+        finally:
+            bar.close()
     else:
         raise ValueError(f"{p}: write DailyDialog files with overlap.dialogue.write_dialogues")
