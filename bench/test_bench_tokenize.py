@@ -152,7 +152,8 @@ def test_previous_from_ids_arrays(benchmark, id_rows, id_arrays, id_expected):
     ts = run_once(benchmark, previous_from_ids, id_arrays)
     assert ts == id_expected
     _ids_info(benchmark, id_rows, side="peer", peer="previous from_ids (row by row)",
-              exact=True, timed="per-row checks + hash", n_threads=overlap.effective_n_threads(None))
+              exact=True, timed="per-row checks + hash",
+              n_threads=overlap.effective_n_threads(None))
 
 
 @pytest.mark.parametrize("n_threads", THREADS)

@@ -141,9 +141,11 @@ def _bulk(seqs: list) -> tuple[np.ndarray, np.ndarray]:
     if n == 0:
         return _empty()
     types = set(map(type, seqs))
-    if types == {np.ndarray} and all(d.kind in "iu" for d in set(map(_DTYPE, seqs))):
-        vals, lengths = _arrays(seqs)
-        return vals, _indptr(lengths)
+    if types == {np.ndarray}:
+        dtypes = set(map(_DTYPE, seqs))
+        if all(d.kind in "iu" for d in dtypes):
+            vals, lengths = _arrays(seqs, dtypes)
+            return vals, _indptr(lengths)
     if types <= {list, tuple}:
         vals, lengths = _lists(seqs)
         return vals, _indptr(lengths)
@@ -166,9 +168,9 @@ def _bulk(seqs: list) -> tuple[np.ndarray, np.ndarray]:
     return values, indptr
 
 
-def _arrays(rows: list) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(rows: list, dtypes: set | None = None) -> tuple[np.ndarray, np.ndarray]:
     """ndarrays of integer dtypes: one concatenate, one check of the minimum."""
-    common = np.result_type(*set(map(_DTYPE, rows)))
+    common = np.result_type(*(set(map(_DTYPE, rows)) if dtypes is None else dtypes))
     if common.kind not in "iu":  # int64 with uint64: numpy's common type is float64
         return _each(rows)
     try:
@@ -294,7 +296,8 @@ def flat_ids(values: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"offsets[-1] must equal len(values) = {v.shape[0]}, got {ip[-1]}")
     d = np.diff(ip)
     if d.size and d.min() < 0:
-        raise ValueError(f"offsets must be non-decreasing; they fall at row {int(np.argmax(d < 0))}")
+        row = int(np.argmax(d < 0))
+        raise ValueError(f"offsets must be non-decreasing; they fall at row {row}")
     if v.dtype.kind == "i" and v.size and v.min() < 0:
         p = int(np.argmax(v < 0))
         row = int(np.searchsorted(ip, p, side="right")) - 1

@@ -343,7 +343,7 @@ class TokenSets:
         *,
         seed: int = 0,
     ) -> TokenSets:
-        """Build token sets from ids stored flat: row ``i`` is ``values[offsets[i]:offsets[i + 1]]``.
+        """Build token sets from flat ids: row ``i`` is ``values[offsets[i]:offsets[i + 1]]``.
 
         The same token sets as :meth:`from_ids` of the rows, without a Python
         object per row (e.g. the ``values`` and ``offsets`` of an Arrow list

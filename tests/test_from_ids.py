@@ -188,14 +188,16 @@ def test_uint64_ids_at_the_top_of_the_range():
 
 @pytest.mark.parametrize("rows,exc,message", [
     ([[1], [1, -2]], ValueError, r"sequences\[1\] holds a negative id \(-2\)"),
-    ([np.array([1]), np.array([4, -7, -2])], ValueError, r"sequences\[1\] holds a negative id \(-7\)"),
+    ([np.array([1]), np.array([4, -7, -2])], ValueError,
+     r"sequences\[1\] holds a negative id \(-7\)"),
     ([[1], [1.0, 2.0]], TypeError, r"sequences\[1\] must hold integers, got dtype float64"),
     ([[1], np.array([True])], TypeError, r"sequences\[1\] must hold integers, got dtype bool"),
     ([[1], [True, False]], TypeError, r"sequences\[1\] must hold integers, got dtype bool"),
     ([[1], "abc"], TypeError, r"sequences\[1\] must be a sequence of ints, got str"),
     ([np.array([1]), np.array(5)], TypeError, r"sequences\[1\] must be a sequence of ints"),
     ([np.array([1]), np.array([[5]])], ValueError, r"sequences\[1\] must be 1-dimensional"),
-    ([np.array([1]), np.array(["a"])], TypeError, r"sequences\[1\] must hold integers, got dtype <U1"),
+    ([np.array([1]), np.array(["a"])], TypeError,
+     r"sequences\[1\] must hold integers, got dtype <U1"),
 ])
 def test_errors_name_the_row(rows, exc, message):
     with pytest.raises(exc, match=message):
@@ -286,7 +288,8 @@ def test_arrow_errors_name_the_row():
     with pytest.raises(ValueError, match=r"sequences\[4\] holds a negative id"):
         TokenSets.from_ids(pa.chunked_array([pa.array([[1], [2]]), pa.array([[3], [], [-1]])]))
     for bad in (pa.array([[1.0]]), pa.array([["a"]]), pa.array([[True]]),
-                pa.array([[1.5]], pa.large_list(pa.float32())), pa.array([[]], pa.list_(pa.null()))):
+                pa.array([[1.5]], pa.large_list(pa.float32())),
+                pa.array([[]], pa.list_(pa.null()))):
         with pytest.raises(TypeError, match=r"sequences must hold integers, got Arrow type"):
             TokenSets.from_ids(bad)
     with pytest.raises(TypeError, match=r"sequences must be an Arrow ListArray.*Int64Array"):
@@ -311,7 +314,8 @@ def test_flat_ids_equal_from_ids_of_the_rows(rows, kind, ngram, multiset):
 
 
 @pytest.mark.parametrize("values,offsets,exc,message", [
-    ([1, 2, -3], [0, 1, 3], ValueError, r"values holds a negative id \(-3\) at position 2, in row 1"),
+    ([1, 2, -3], [0, 1, 3], ValueError,
+     r"values holds a negative id \(-3\) at position 2, in row 1"),
     ([1.0, 2.0], [0, 2], TypeError, "values must hold integers"),
     ([True], [0, 1], TypeError, "values must hold integers"),
     ([[1, 2]], [0, 1], ValueError, "values must be 1-dimensional"),
