@@ -13,18 +13,34 @@ Timed regions
   the usual way to build the brute force's binary matrix.
 
 The peers must find the same number of distinct tokens in every text.
+
+Ingesting token ids (issue 29): ``TokenSets.from_ids`` on 1M id rows with
+W-like lengths (the scale corpus's utterances: Zipf ids over a 200k
+vocabulary, median 9 ids a row), in two groups:
+
+* 1M numpy arrays: ours (bulk checks) against ``np.concatenate`` of the same
+  arrays (the floor: no check, no hash) and the previous path (every row
+  checked and converted on its own, ``overlap._ids.per_row``, then hashed),
+  timed once;
+* an Arrow ``ListArray`` of the same rows: ours (read from the buffers)
+  against the previous way to get it in (``to_numpy(zero_copy_only=False)``,
+  then the per-row path), timed once.
+
+The previous paths must return our token sets exactly.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
 import overlap
-from overlap import TokenSets
+from overlap import TokenSets, _ids
 
 from ._peers import python_token_sets, sklearn_binary_matrix
-from .conftest import THREADS, describe
+from ._workload import IDS_LEN_LOG_MEAN, Zipf, _utterances
+from .conftest import THREADS, describe, run_once
 
 G = "tokenize: every W text, wordpunct"
 
@@ -70,3 +86,90 @@ def test_sklearn_count_vectorizer(benchmark, workload, texts, expected):
           peer="scikit-learn CountVectorizer(binary=True)", exact=True,
           vocabulary=int(X.shape[1]),
           timed="fit_transform with the reference tokenizer as analyzer", n_threads=1)
+
+
+# ------------------------------------------------------------ from_ids (issue 29)
+G_IDS = "from_ids: 1M numpy arrays"
+G_ARROW = "from_ids: Arrow ListArray, 1M rows"
+ID_ROWS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def id_rows():
+    """``(indptr, ids)`` of 1M W-like id rows (int64)."""
+    return _utterances(np.random.default_rng(29), Zipf(200_000), ID_ROWS, IDS_LEN_LOG_MEAN)
+
+
+@pytest.fixture(scope="module")
+def id_arrays(id_rows):
+    indptr, ids = id_rows
+    return [ids[a:b].copy() for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+
+
+@pytest.fixture(scope="module")
+def id_column(id_rows):
+    pa = pytest.importorskip("pyarrow", reason="optional extra: pyarrow")
+    indptr, ids = id_rows
+    return pa.ListArray.from_arrays(pa.array(indptr.astype(np.int32)), pa.array(ids))
+
+
+@pytest.fixture(scope="module")
+def id_expected(id_arrays):
+    return TokenSets.from_ids(id_arrays, n_threads=1)
+
+
+def previous_from_ids(rows):
+    """``from_ids`` before issue 29: each row checked and converted on its own."""
+    values, indptr = _ids.per_row(list(rows))
+    return TokenSets.from_flat_ids(values, indptr)
+
+
+def _ids_info(benchmark, id_rows, **kw):
+    indptr, _ = id_rows
+    describe(benchmark, rows=ID_ROWS, ids=int(indptr[-1]),
+             median_row=float(np.median(np.diff(indptr))), **kw)
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+def test_ours_from_ids_arrays(benchmark, id_rows, id_arrays, id_expected, n_threads):
+    benchmark.group = G_IDS
+    ts = benchmark(TokenSets.from_ids, id_arrays, n_threads=n_threads)
+    assert ts == id_expected
+    _ids_info(benchmark, id_rows, side="ours", timed="TokenSets.from_ids(arrays)",
+              n_threads=n_threads or overlap.effective_n_threads(None))
+
+
+def test_from_ids_peer_concatenate(benchmark, id_rows, id_arrays):
+    benchmark.group = G_IDS
+    flat = benchmark(np.concatenate, id_arrays)
+    assert_array_equal(flat, id_rows[1])
+    _ids_info(benchmark, id_rows, side="peer", peer="np.concatenate (no check, no hash)",
+              exact=False, timed="np.concatenate(arrays)", n_threads=1)
+
+
+def test_previous_from_ids_arrays(benchmark, id_rows, id_arrays, id_expected):
+    benchmark.group = G_IDS
+    ts = run_once(benchmark, previous_from_ids, id_arrays)
+    assert ts == id_expected
+    _ids_info(benchmark, id_rows, side="peer", peer="previous from_ids (row by row)",
+              exact=True, timed="per-row checks + hash",
+              n_threads=overlap.effective_n_threads(None))
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+def test_ours_from_ids_arrow(benchmark, id_rows, id_column, id_expected, n_threads):
+    benchmark.group = G_ARROW
+    ts = benchmark(TokenSets.from_ids, id_column, n_threads=n_threads)
+    assert ts == id_expected
+    _ids_info(benchmark, id_rows, side="ours", timed="TokenSets.from_ids(list_array)",
+              n_threads=n_threads or overlap.effective_n_threads(None))
+
+
+def test_previous_from_ids_arrow(benchmark, id_rows, id_column, id_expected):
+    benchmark.group = G_ARROW
+    ts = run_once(benchmark, lambda col: previous_from_ids(col.to_numpy(zero_copy_only=False)),
+                  id_column)
+    assert ts == id_expected
+    _ids_info(benchmark, id_rows, side="peer", peer="previous from_ids of to_numpy()",
+              exact=True, timed="to_numpy(zero_copy_only=False) + per-row checks + hash",
+              n_threads=overlap.effective_n_threads(None))

@@ -9,7 +9,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from . import _tokenize
+from . import _ids, _tokenize
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._validation import (
@@ -52,7 +52,8 @@ class Provenance:
     Attributes
     ----------
     source : {"texts", "ids", "unknown"}
-        The constructor: :meth:`TokenSets.from_texts`, :meth:`TokenSets.from_ids`,
+        The constructor: :meth:`TokenSets.from_texts`, :meth:`TokenSets.from_ids`
+        (and :meth:`TokenSets.from_flat_ids`),
         or raw arrays (:meth:`TokenSets.from_csr` without a provenance), which
         are compatible with anything.
     tokenizer : str or None
@@ -133,7 +134,8 @@ class TokenSets:
     repeats.  With ``multiset=True`` a parallel ``counts`` array (uint32) keeps
     each token's multiplicity and the sizes are the sums of counts (SPEC §1).
 
-    Build one with :meth:`from_texts`, :meth:`from_ids` or :meth:`from_csr`.
+    Build one with :meth:`from_texts`, :meth:`from_ids` (or :meth:`from_flat_ids`) or
+    :meth:`from_csr`.
     Instances are immutable (their arrays are read-only) and picklable.
 
     Attributes
@@ -317,9 +319,16 @@ class TokenSets:
 
         Parameters
         ----------
-        sequences : sequence of sequences of non-negative int
-            One id sequence per text (lists, tuples or 1-D integer arrays).
-            Repeats collapse, or are counted with ``multiset=True``.
+        sequences : sequence of id sequences, 2-D integer array, or Arrow list column
+            One id sequence per text, each of non-negative integers (any width
+            up to uint64): a sequence (list, tuple, pandas Series...) of lists,
+            tuples or 1-D integer arrays; a 2-D integer array, each row one
+            sequence; or a pyarrow ``ListArray``, ``LargeListArray``,
+            ``FixedSizeListArray`` or ``ChunkedArray`` of integer lists (a
+            tokenized ``input_ids`` column), read from its buffers.  A null
+            Arrow row is a ``ValueError`` naming it (``.fill_null([])`` makes
+            nulls empty rows).  Repeats collapse, or are counted with
+            ``multiset=True``.  For ids already flat, see :meth:`from_flat_ids`.
         ngram, multiset, n_threads, seed
             As in :meth:`from_texts`.  A unigram's hash is a bijection of its id,
             so distinct ids never collide.
@@ -327,6 +336,13 @@ class TokenSets:
         Returns
         -------
         TokenSets
+
+        Notes
+        -----
+        Rows are checked in bulk (one concatenation, one check of all ids);
+        an error names the first wrong row and what was wrong.  A 2-D
+        C-contiguous int64/uint64 array and an Arrow column of int64/uint64
+        (one chunk) are hashed without copying the ids.
         """
         if isinstance(sequences, (str, bytes)) or not hasattr(sequences, "__len__") or (
             isinstance(sequences, np.ndarray) and sequences.ndim == 0
@@ -338,36 +354,47 @@ class TokenSets:
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
         nt = threads_for(len(sequences), effective_n_threads(n_threads), 2048)
-        sequences = list(sequences)  # one pass: the row count is what was read
-        parts = []
-        lengths = np.empty(len(sequences), dtype=np.int64)
-        for i, seq in enumerate(sequences):
-            if isinstance(seq, (str, bytes)):
-                raise TypeError(f"sequences[{i}] must be a sequence of ints, got {type_name(seq)}")
-            arr = np.asarray(seq)
-            if arr.dtype.kind in "fO" and isinstance(seq, (list, tuple)):
-                arr = _python_ints(seq, i, arr)
-            if arr.ndim != 1:
-                if arr.ndim == 0:
-                    raise TypeError(
-                        f"sequences[{i}] must be a sequence of ints, got {type_name(seq)}"
-                    )
-                raise ValueError(f"sequences[{i}] must be 1-dimensional, got shape {arr.shape}")
-            if arr.size:
-                if not np.issubdtype(arr.dtype, np.integer) or arr.dtype == np.bool_:
-                    raise TypeError(
-                        f"sequences[{i}] must hold integers, got dtype {arr.dtype}"
-                    )
-                if np.issubdtype(arr.dtype, np.signedinteger) and arr.min() < 0:
-                    raise ValueError(
-                        f"sequences[{i}] holds a negative id ({int(arr.min())}); ids must be >= 0"
-                    )
-            parts.append(arr.astype(np.uint64, copy=False))
-            lengths[i] = arr.shape[0]
-        ids = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
-        indptr = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        raw = _tokenize.hash_ids(np.ascontiguousarray(ids, dtype=np.uint64), seed, nt)
+        ids, indptr = _ids.sequences_ids(sequences)
+        raw = _tokenize.hash_ids(ids, seed, nt)
+        prov = Provenance("ids", None, ngram, multiset, seed, HASH_VERSION)
+        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
+
+    @classmethod
+    def from_flat_ids(
+        cls,
+        values: Any,
+        offsets: Any,
+        ngram: int = 1,
+        multiset: bool = False,
+        n_threads: int | None = None,
+        *,
+        seed: int = 0,
+    ) -> TokenSets:
+        """Build token sets from flat ids: row ``i`` is ``values[offsets[i]:offsets[i + 1]]``.
+
+        The same token sets as :meth:`from_ids` of the rows, without a Python
+        object per row (e.g. the ``values`` and ``offsets`` of an Arrow list
+        column, or a tokenizer's flat output).
+
+        Parameters
+        ----------
+        values : array-like of non-negative int, shape (nnz,)
+            Every id, row after row.  int64/uint64 arrays are hashed without a copy.
+        offsets : array-like of int, shape (n + 1,)
+            Row boundaries: starts at 0, non-decreasing, ends at ``len(values)``.
+        ngram, multiset, n_threads, seed
+            As in :meth:`from_texts`.
+
+        Returns
+        -------
+        TokenSets
+        """
+        ngram = check_int(ngram, "ngram", minimum=1, maximum=MAX_C_INT)
+        multiset = _check_bool(multiset, "multiset")
+        seed = check_seed(seed)
+        ids, indptr = _ids.flat_ids(values, offsets)
+        nt = threads_for(indptr.shape[0] - 1, effective_n_threads(n_threads), 2048)
+        raw = _tokenize.hash_ids(ids, seed, nt)
         prov = Provenance("ids", None, ngram, multiset, seed, HASH_VERSION)
         return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
 
@@ -550,17 +577,6 @@ def _concat_rows(parts: list, multiset: bool) -> tuple:
 
 def _rebuild(indptr, hashes, counts, provenance=None):
     return TokenSets._trusted(indptr, hashes, counts, provenance)
-
-
-def _python_ints(seq: Sequence, i: int, fallback: np.ndarray) -> np.ndarray:
-    """Python ints beyond int64 (numpy makes them float/object): keep them exact."""
-    if not all(isinstance(x, numbers.Integral) and not isinstance(x, bool) for x in seq):
-        return fallback
-    if any(x < 0 for x in seq):
-        raise ValueError(f"sequences[{i}] holds a negative id ({min(seq)}); ids must be >= 0")
-    if any(x >= 2**64 for x in seq):
-        raise ValueError(f"sequences[{i}] holds an id >= 2**64 ({max(seq)})")
-    return np.array([int(x) for x in seq], dtype=np.uint64)
 
 
 def _check_bool(value: Any, name: str) -> bool:
