@@ -58,13 +58,13 @@ def test_dedup_says_one_pair(tmp_path, capsys):
     assert "2 passes," in said and "1 pair above" in said, said
 
 
-def test_importing_the_package_loads_no_kernel():
+def test_importing_the_package_loads_no_kernel(tmp_path):
     # the command's entry point starts before numpy and the kernels are loaded,
     # so that Ctrl-C during their import is answered like any other Ctrl-C
     code = ("import sys, overlap, overlap.cli\n"
             "print(sorted(m for m in ('numpy', 'overlap._search', 'overlap.tokensets')"
             " if m in sys.modules))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                        env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
@@ -104,13 +104,13 @@ def test_ctrl_c_while_the_command_imports_numpy_exits_130(tmp_path, sigint_reach
     assert r.stderr.strip() == "overlap: interrupted"
 
 
-def test_a_submodule_import_hides_no_public_function():
+def test_a_submodule_import_hides_no_public_function(tmp_path):
     # overlap.dedup is the function, also after the module overlap.dedup is imported
     code = ("import overlap, overlap.dedup, overlap.dask\n"
             "import overlap.dedup as m\n"
             "from overlap.dedup import DedupResult\n"
             "print(callable(overlap.dedup), overlap.dedup.__module__, DedupResult.__name__)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                        env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "overlap.dedup", "DedupResult"]

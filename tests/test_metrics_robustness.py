@@ -17,7 +17,9 @@ import scipy.stats as ss
 
 import metrics
 
-PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# where the imported package lives (the source tree after an in-place build,
+# site-packages after `pip install .`): children import the same one
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(metrics.__file__)))
 
 
 # ------------------------------------------------------------ Ctrl-C in bootstrap_ci
@@ -44,7 +46,7 @@ LONG_CALLS = {
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
 @pytest.mark.parametrize("call", sorted(LONG_CALLS))
 def test_ctrl_c_stops_a_long_metrics_call_soon_and_the_process_stays_usable(
-        call, sigint_reaches_children):
+        call, sigint_reaches_children, tmp_path):
     body = textwrap.indent(textwrap.dedent(LONG_CALLS[call]).strip(), " " * 4)
     code = f"""
 import numpy as np, metrics
@@ -59,7 +61,7 @@ b = metrics.bootstrap_ci([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_resamples=50, seed=
 print("usable", len(b.bootstrap_distribution), flush=True)
 """
     env = dict(os.environ, PYTHONPATH=PKG_ROOT)
-    p = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=PKG_ROOT,
+    p = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=tmp_path,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert p.stdout.readline().strip() == "running"
