@@ -484,15 +484,3 @@ def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
 
 
 _FUNCS = {"pearson": pearson, "spearman": spearman, "kendall": kendall}
-
-_MOVED = {"grouped": "metrics.grouped", "GroupedResult": "metrics.grouped",
-          "bootstrap_ci": "metrics.bootstrap", "BootstrapResult": "metrics.bootstrap"}
-
-
-def __getattr__(name):
-    """``metrics.correlation.grouped`` etc. keep working (moved to their modules)."""
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -52,7 +52,7 @@ def tokenize_fields(
     Parameters
     ----------
     data : Samples, sequence of text columns, TokenSets or sequence of TokenSets
-        :class:`~overlap.dialogue.Samples` give two fields (context, response).
+        :class:`~overlap.pipeline.dialogue.Samples` give two fields (context, response).
         A sequence of str is one field; a sequence of equally long sequences of
         str is one field per column.  TokenSets pass through unchanged.
     name : str

@@ -201,7 +201,7 @@ def flatten(
     ----------
     splits : mapping of split name to dialogues
     turns : int, default 1
-        Context length in utterances (see :func:`overlap.dialogue.make_samples`).
+        Context length in utterances (see :func:`overlap.pipeline.dialogue.make_samples`).
 
     Returns
     -------
