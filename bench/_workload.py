@@ -4,7 +4,7 @@ W is the single-turn workload of the overlap study: DailyDialog's original split
 ``make_samples(read_dialogues(...), turns=1)``, default ``wordpunct`` tokenizer:
 76,053 train, 7,069 validation and 6,740 test (context, response) samples from
 11,118 / 1,000 / 1,000 dialogues.  It is read from the shared data folder
-(``overlap._datadir.shared_data_dir()``, override with ``OVERLAP_METRICS_DATA``).
+(``tests/_datadir.py``: ``shared_data_dir()``, override with ``OVERLAP_METRICS_DATA``).
 Without it (or with ``OVERLAP_BENCH_GENERATED=1``) the suites run on a seeded
 generated corpus of the same shape:
 
@@ -24,6 +24,7 @@ integer token ids (Zipf vocabulary of 200k), with 10% planted near-duplicates.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,16 +32,33 @@ from pathlib import Path
 import numpy as np
 
 from overlap import TokenSets
-from overlap._datadir import shared_data_dir
-from overlap.dialogue import Samples, make_samples, read_dialogues
+from overlap.pipeline.dialogue import Samples, make_samples, read_dialogues
+
+
+def _load_datadir():
+    """tests/_datadir.py (where the shared data lives), loaded by its path: it
+    serves the tests and the benchmarks, so it is not part of the installed
+    package, and tests/ is not a package."""
+    path = Path(__file__).resolve().parents[1] / "tests" / "_datadir.py"
+    spec = importlib.util.spec_from_file_location("bench._datadir", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_datadir = _load_datadir()
+DATA_ENV = _datadir.DATA_ENV
+shared_data_dir = _datadir.shared_data_dir
 
 __all__ = [
+    "DATA_ENV",
     "SPLITS",
     "W_DIALOGUES",
     "W_SAMPLES",
     "Zipf",
     "Workload",
     "load_workload",
+    "shared_data_dir",
     "generate_dialogue_ids",
     "generate_dialogues",
     "generate_samples",

@@ -11,9 +11,7 @@ import pytest
 import scipy
 
 import overlap
-from overlap._datadir import DATA_ENV, shared_data_dir
-
-from ._workload import GENERATED_ENV, load_workload
+from ._workload import DATA_ENV, GENERATED_ENV, load_workload, shared_data_dir
 
 #: ``n_threads`` for our side of every group: all cores, and one thread.
 THREADS = [pytest.param(None, id="all-threads"), pytest.param(1, id="1-thread")]

@@ -16,7 +16,7 @@ from metrics._checks cimport check_indices, check_segments
 from metrics._moments cimport (MOMENT_FIELDS, block_moments, block_moments_plain,
                                merge_moments, zero_moments)
 
-from overlap._openmp cimport omp_get_thread_num
+from metrics._openmp cimport omp_get_thread_num
 
 import numpy as np
 

@@ -12,7 +12,7 @@ import numpy as np
 from scipy import special
 
 from ._resampling import bootstrap_interval, is_bootstrap_method
-from ._results import ConfidenceInterval, CorrelationResult, _scalar
+from ._results import ConfidenceInterval, CorrelationResult, as_scalar
 from ._validation import check_confidence_level
 
 __all__ = ["PearsonResult", "RankCorrelationResult"]
@@ -63,7 +63,7 @@ def _bootstrap(res, cl: float, method) -> ConfidenceInterval:
     for k in range(xs.shape[0]):
         lo.flat[k], hi.flat[k] = bootstrap_interval(xs[k], ys[k], cl, res.alternative,
                                                     method, statistic=res.method)
-    return ConfidenceInterval(_scalar(lo), _scalar(hi))
+    return ConfidenceInterval(as_scalar(lo), as_scalar(hi))
 
 
 def _fisher_interval(r, n, alternative: str, cl: float, variance, min_n: int
@@ -86,7 +86,7 @@ def _fisher_interval(r, n, alternative: str, cl: float, variance, min_n: int
             lo, hi = np.tanh(zr - h * se), np.full_like(zr, 1.0)
     if n <= min_n:
         lo, hi = np.full_like(zr, -1.0), np.full_like(zr, 1.0)
-    return ConfidenceInterval(_scalar(lo), _scalar(hi))
+    return ConfidenceInterval(as_scalar(lo), as_scalar(hi))
 
 
 def _spearman_variance(r, n):

@@ -10,7 +10,7 @@ from scipy import special
 from ._compat import betaincc
 
 
-def _pearson_pvalue(r: float, n: int, alternative: str) -> float:
+def pearson_pvalue(r: float, n: int, alternative: str) -> float:
     if n == 2:
         return math.nan if math.isnan(r) else 1.0
     ab = n / 2 - 1
@@ -24,7 +24,7 @@ def _pearson_pvalue(r: float, n: int, alternative: str) -> float:
     return float(p)
 
 
-def _t_pvalue(rs: float, n: int, alternative: str) -> float:
+def t_pvalue(rs: float, n: int, alternative: str) -> float:
     """scipy.stats.spearmanr's p-value: t = r sqrt(dof / ((1 + r)(1 - r)))."""
     dof = np.float64(n - 2)
     rs = np.asarray(rs, dtype=np.float64)

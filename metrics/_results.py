@@ -25,14 +25,14 @@ except ImportError:  # pragma: no cover - older/newer scipy layouts
         """Too few observations for the statistic."""
 
 
-_CONSTANT_MSG = "An input array is constant; the correlation coefficient is not defined."
-_NEAR_CONSTANT_MSG = (
+CONSTANT_MSG = "An input array is constant; the correlation coefficient is not defined."
+NEAR_CONSTANT_MSG = (
     "An input array is nearly constant; the computed correlation coefficient "
     "may be inaccurate."
 )
 # scipy's wording first, so that code matching scipy's messages keeps working
-_NAN_RAISE_MSG = "The input contains nan values: x or y has NaN (nan_policy='raise')"
-_EPS75 = np.finfo(np.float64).eps ** 0.75
+NAN_RAISE_MSG = "The input contains nan values: x or y has NaN (nan_policy='raise')"
+EPS75 = np.finfo(np.float64).eps ** 0.75
 
 ConfidenceInterval = namedtuple("ConfidenceInterval", ["low", "high"])
 
@@ -100,7 +100,7 @@ class CorrelationResult(tuple):
                 f"n={self.n!r}, method={self.method!r}, alternative={self.alternative!r})")
 
 
-def _scalar(v):
+def as_scalar(v):
     """A 0-d array as a float, an array as it is."""
     v = np.asarray(v, dtype=np.float64)
     return float(v) if v.ndim == 0 else v

@@ -17,16 +17,16 @@ from scipy import special
 
 from . import _corr, _rank
 from ._kendall_exact import kendall_exact_pvalue
-from ._pvalues import _t_pvalue
+from ._pvalues import t_pvalue
 from ._results import (
-    _CONSTANT_MSG,
-    _EPS75,
-    _NEAR_CONSTANT_MSG,
+    CONSTANT_MSG,
+    EPS75,
+    NEAR_CONSTANT_MSG,
     ConstantInputWarning,
     NearConstantInputWarning,
 )
 
-def _has_nan(x, y) -> bool:
+def has_nan(x, y) -> bool:
     # np.isnan(x.sum()) is a fast screen; inf - inf also gives NaN, so confirm
     # (and do not let that inf - inf raise a RuntimeWarning of its own).
     with np.errstate(invalid="ignore", over="ignore"):
@@ -36,7 +36,7 @@ def _has_nan(x, y) -> bool:
     return bool(np.isnan(x).any() or np.isnan(y).any())
 
 
-def _is_constant(v) -> bool:
+def is_constant(v) -> bool:
     return v.shape[0] > 0 and bool(np.all(v == v[0]))
 
 
@@ -48,7 +48,7 @@ def _pow2_scale(v) -> np.ndarray:
     return np.ldexp(v, -int(np.frexp(m)[1]))
 
 
-def _r_from_moments(sxx, syy, sxy) -> float:
+def r_from_moments(sxx, syy, sxy) -> float:
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.float64(sxy) / (np.sqrt(np.float64(sxx)) * np.sqrt(np.float64(syy)))
     return float(np.clip(r, -1.0, 1.0))
@@ -78,9 +78,9 @@ def _refined_deviations(v, vmean):
     return dev
 
 
-def _pearson_small(x, y, warn_stacklevel) -> float:
-    if _is_constant(x) or _is_constant(y):
-        warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel + 1)
+def pearson_small(x, y, warn_stacklevel) -> float:
+    if is_constant(x) or is_constant(y):
+        warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=warn_stacklevel + 1)
         return math.nan
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         xmean = np.mean(x, keepdims=True)
@@ -91,14 +91,14 @@ def _pearson_small(x, y, warn_stacklevel) -> float:
         ymax = np.max(np.abs(ym), keepdims=True)
         normxm = xmax * np.linalg.norm(xm / xmax, ord=2, axis=-1, keepdims=True)
         normym = ymax * np.linalg.norm(ym / ymax, ord=2, axis=-1, keepdims=True)
-        if (normxm < _EPS75 * np.abs(xmean)).any() or (normym < _EPS75 * np.abs(ymean)).any():
-            warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG),
+        if (normxm < EPS75 * np.abs(xmean)).any() or (normym < EPS75 * np.abs(ymean)).any():
+            warnings.warn(NearConstantInputWarning(NEAR_CONSTANT_MSG),
                           stacklevel=warn_stacklevel + 1)
         r = np.dot(xm / normxm, ym / normym)
     return float(np.clip(r, -1.0, 1.0))
 
 
-def _moments_usable(sxx, syy, sxy) -> bool:
+def moments_usable(sxx, syy, sxy) -> bool:
     """The one conditioning test for co-moments from the kernels.
 
     True when r can be taken from them as they are: all finite and the sums of
@@ -109,9 +109,9 @@ def _moments_usable(sxx, syy, sxy) -> bool:
     return (math.isfinite(sxy) and 1e-280 < sxx < 1e280 and 1e-280 < syy < 1e280)
 
 
-def _near_constant(sxx, syy, mx, my) -> bool:
+def near_constant(sxx, syy, mx, my) -> bool:
     """scipy's rule: ||x - mean|| < eps**0.75 * |mean| for x or y."""
-    return math.sqrt(sxx) < _EPS75 * abs(mx) or math.sqrt(syy) < _EPS75 * abs(my)
+    return math.sqrt(sxx) < EPS75 * abs(mx) or math.sqrt(syy) < EPS75 * abs(my)
 
 
 # The plain co-moment blocks lose about 30 eps * |mean| / spread of r (chunk
@@ -132,7 +132,7 @@ def _comoments(x, y, nt):
     A probe of the first 4096 pairs picks the kernel; the plain one's answer
     is checked and redone anchored when the offset turns out to dominate.
     """
-    threads = _work_threads(nt, x.shape[0])
+    threads = work_threads(nt, x.shape[0])
     head_x, head_y = x[:4096], y[:4096]
     with np.errstate(invalid="ignore", over="ignore"):
         probe = _offset_dominates(head_x.shape[0], float(head_x.mean()), float(head_y.mean()),
@@ -145,29 +145,29 @@ def _comoments(x, y, nt):
     return res
 
 
-def _pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
+def pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
     """Pearson r with scipy's warnings and NaN rules (inputs without NaN handling)."""
     if x.shape[0] <= SMALL_N:
-        return _pearson_small(x, y, warn_stacklevel)
+        return pearson_small(x, y, warn_stacklevel)
     n, mx, my, sxx, syy, sxy = _comoments(x, y, nt)
-    if _moments_usable(sxx, syy, sxy):
-        if _near_constant(sxx, syy, mx, my):
-            warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG),
+    if moments_usable(sxx, syy, sxy):
+        if near_constant(sxx, syy, mx, my):
+            warnings.warn(NearConstantInputWarning(NEAR_CONSTANT_MSG),
                           stacklevel=warn_stacklevel)
-        return _r_from_moments(sxx, syy, sxy)
-    const_x, const_y = _is_constant(x), _is_constant(y)
+        return r_from_moments(sxx, syy, sxy)
+    const_x, const_y = is_constant(x), is_constant(y)
     if const_x or const_y:
-        warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel)
+        warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=warn_stacklevel)
         return math.nan
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         return math.nan
     xs, ys = _pow2_scale(x), _pow2_scale(y)
     n, mxs, mys, sxx, syy, sxy = _comoments(xs, ys, nt)
-    if _near_constant(sxx, syy, mxs, mys):
-        warnings.warn(NearConstantInputWarning(_NEAR_CONSTANT_MSG), stacklevel=warn_stacklevel)
+    if near_constant(sxx, syy, mxs, mys):
+        warnings.warn(NearConstantInputWarning(NEAR_CONSTANT_MSG), stacklevel=warn_stacklevel)
     if sxx == 0 or syy == 0:
         return math.nan
-    return _r_from_moments(sxx, syy, sxy)
+    return r_from_moments(sxx, syy, sxy)
 
 
 # A parallel region waits for its slowest thread to start; on a busy machine
@@ -176,7 +176,7 @@ def _pearson_statistic(x, y, nt, warn_stacklevel=3) -> float:
 MIN_PAIRS_PER_THREAD = 1 << 21
 
 
-def _work_threads(nt: int, n: int, per_thread: int = MIN_PAIRS_PER_THREAD) -> int:
+def work_threads(nt: int, n: int, per_thread: int = MIN_PAIRS_PER_THREAD) -> int:
     return max(1, min(nt, n // per_thread))
 
 
@@ -191,7 +191,7 @@ def _use_radix(n: int) -> bool:
     return RADIX_MIN_N <= n <= RADIX_MAX_N
 
 
-def _average_ranks(v: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
+def average_ranks(v: np.ndarray, order: np.ndarray | None = None) -> np.ndarray:
     ranks = np.empty(v.shape[0], dtype=np.float64)
     if order is None and _use_radix(v.shape[0]):
         _rank.average_ranks(v, ranks)
@@ -213,12 +213,12 @@ def _argsorts(x, y, nt):
     return np.argsort(x), np.argsort(y)
 
 
-def _small_int_table(x, y, nt):
+def small_int_table(x, y, nt):
     """(table, row_counts, col_counts) trimmed to occupied levels, or None."""
     if x.shape[0] < 64:
         return None
     table = np.zeros((64, 64), dtype=np.int64)
-    if _corr.small_int_table(x, y, table, _work_threads(nt, x.shape[0])) is None:
+    if _corr.small_int_table(x, y, table, work_threads(nt, x.shape[0])) is None:
         return None
     rows = table.sum(axis=1)
     cols = table.sum(axis=0)
@@ -231,18 +231,18 @@ def _table_avg_ranks(counts: np.ndarray) -> np.ndarray:
     return before + 0.5 * (counts + 1)
 
 
-def _spearman_core(x, y, nt, alternative, tab=None, warn_stacklevel=4):
+def spearman_core(x, y, nt, alternative, tab=None, warn_stacklevel=4):
     """rho and p for data without NaN (inf allowed), n >= 2."""
     n = x.shape[0]
     if tab is not None and n <= SMALL_N:
         if tab[1].shape[0] == 1 or tab[2].shape[0] == 1:
-            warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel)
+            warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=warn_stacklevel)
             return math.nan, math.nan
         tab = None  # small: the exact-arithmetic rank path below
     if tab is not None:
         table, rows, cols = tab
         if rows.shape[0] == 1 or cols.shape[0] == 1:
-            warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel)
+            warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=warn_stacklevel)
             return math.nan, math.nan
         m = 0.5 * (n + 1)
         dx = _table_avg_ranks(rows) - m
@@ -250,10 +250,10 @@ def _spearman_core(x, y, nt, alternative, tab=None, warn_stacklevel=4):
         sxx = float(np.dot(rows, dx * dx))
         syy = float(np.dot(cols, dy * dy))
         sxy = float(dx @ (table @ dy))
-        rs = _r_from_moments(sxx, syy, sxy)
+        rs = r_from_moments(sxx, syy, sxy)
     else:
-        if _is_constant(x) or _is_constant(y):
-            warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=warn_stacklevel)
+        if is_constant(x) or is_constant(y):
+            warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=warn_stacklevel)
             return math.nan, math.nan
         if _use_radix(n):  # two radix sorts, side by side
             rx = np.empty(n, dtype=np.float64)
@@ -261,15 +261,15 @@ def _spearman_core(x, y, nt, alternative, tab=None, warn_stacklevel=4):
             _rank.average_ranks2(x, y, rx, ry, nt)
         else:
             ox, oy = _argsorts(x, y, nt)
-            rx = _average_ranks(x, ox)
-            ry = _average_ranks(y, oy)
+            rx = average_ranks(x, ox)
+            ry = average_ranks(y, oy)
         if n <= SMALL_N:  # scipy's own arithmetic (see SMALL_N)
             with np.errstate(invalid="ignore", divide="ignore"):
                 rs = float(np.corrcoef(np.column_stack((rx, ry)), rowvar=False)[1, 0])
         else:
             _, _, _, sxx, syy, sxy = _corr.comoments(rx, ry, nt)
-            rs = _r_from_moments(sxx, syy, sxy)
-    return rs, _t_pvalue(rs, n, alternative)
+            rs = r_from_moments(sxx, syy, sxy)
+    return rs, t_pvalue(rs, n, alternative)
 
 
 def _tie_stats(counts: np.ndarray):
@@ -305,16 +305,16 @@ def _n_distinct(v, tab, axis):
     return np.unique(v).shape[0]
 
 
-def _kendall_core(x, y, nt, alternative, method="auto", tab=None, variant="b"):
+def kendall_core(x, y, nt, alternative, method="auto", tab=None, variant="b"):
     """tau (variant "b" or "c") and its p-value for data without NaN, n >= 2."""
     counts = _kendall_counts(x, y, nt, tab)
     n_distinct = None
     if variant == "c":
         n_distinct = min(_n_distinct(x, tab, 0), _n_distinct(y, tab, 1))
-    return _kendall_from_counts(x.shape[0], *counts, alternative, method, n_distinct)
+    return kendall_from_counts(x.shape[0], *counts, alternative, method, n_distinct)
 
 
-def _kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
+def kendall_from_counts(n, dis, xtie, ytie, ntie, x0, x1, y0, y1, alternative,
                          method="auto", n_distinct=None):
     """tau and p from the pair counts (scipy.stats.kendalltau's formulas).
 
@@ -365,11 +365,11 @@ def finite_statistic(method: str, x, y, nt) -> float:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if method == "pearson":
-            r = _pearson_statistic(x, y, nt)
+            r = pearson_statistic(x, y, nt)
             return float(np.round(r)) if x.shape[0] == 2 and not math.isnan(r) else r
-        if _is_constant(x) or _is_constant(y):
+        if is_constant(x) or is_constant(y):
             return math.nan
-        tab = _small_int_table(x, y, nt)
+        tab = small_int_table(x, y, nt)
         if method == "spearman":
-            return _spearman_core(x, y, nt, "two-sided", tab)[0]
-        return _kendall_core(x, y, nt, "two-sided", "auto", tab)[0]
+            return spearman_core(x, y, nt, "two-sided", tab)[0]
+        return kendall_core(x, y, nt, "two-sided", "auto", tab)[0]

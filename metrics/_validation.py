@@ -24,7 +24,7 @@ __all__ = [
 _SCALAR_TYPES = (str, bytes, bytearray, dict, set, frozenset)
 
 
-def _asarray(values, name: str, **kwargs) -> np.ndarray:
+def as_array(values, name: str, **kwargs) -> np.ndarray:
     """``np.asarray(values)``, with numpy's ValueError for ragged nested
     sequences ("setting an array element with a sequence") naming ``name``.
 
@@ -53,7 +53,7 @@ def as_real_array(values, name: str, order_only: bool = False) -> np.ndarray:
         raise TypeError(
             f"{name} must be an array-like of numbers, got {type(values).__name__}"
         )
-    arr = _asarray(values, name)
+    arr = as_array(values, name)
     if arr.dtype == object:
         try:
             arr = arr.astype(np.float64)
@@ -83,7 +83,7 @@ def as_float_vector(values, name: str, order_only: bool = False) -> np.ndarray:
         raise TypeError(
             f"{name} must be a 1-D array-like of numbers, got {type(values).__name__}"
         )
-    arr = _asarray(values, name)
+    arr = as_array(values, name)
     if arr.dtype == object:
         try:
             arr = arr.astype(np.float64)

@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _agree
 from ._chunks import run_chunks
-from ._validation import _asarray, as_ratings, check_choice, check_positive_int, check_seed, resolve_threads
+from ._validation import as_array, as_ratings, check_choice, check_positive_int, check_seed, resolve_threads
 
 __all__ = ["SplitHalfResult", "krippendorff_alpha", "split_half", "trimmed_mean"]
 
@@ -331,7 +331,7 @@ def _numeric_domain(value_domain) -> np.ndarray:
     if isinstance(value_domain, (str, bytes)):
         raise TypeError("value_domain must be a sequence of values, got "
                         f"{type(value_domain).__name__}")
-    arr = _asarray(value_domain, "value_domain")
+    arr = as_array(value_domain, "value_domain")
     if arr.ndim != 1:
         raise ValueError(f"value_domain must be 1-D, got shape {arr.shape}")
     if arr.dtype.kind not in "biuf":
@@ -369,7 +369,7 @@ def _domain_for_counts(value_domain, n_columns: int, level: str) -> np.ndarray |
     if isinstance(value_domain, (str, bytes)):
         raise TypeError("value_domain must be a sequence of values, got "
                         f"{type(value_domain).__name__}")
-    arr = _asarray(value_domain, "value_domain",
+    arr = as_array(value_domain, "value_domain",
                    dtype=object if level in ("nominal", "ordinal") else None)
     if arr.ndim != 1 or len(arr) != n_columns:
         raise ValueError(f"value_domain must have one value per column of value_counts "

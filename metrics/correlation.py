@@ -20,12 +20,12 @@ import warnings
 
 import numpy as np
 
-from ._pvalues import _pearson_pvalue, _t_pvalue
+from ._pvalues import pearson_pvalue, t_pvalue
 from ._results import (
-    _CONSTANT_MSG,
-    _NAN_RAISE_MSG,
     ALTERNATIVES,
+    CONSTANT_MSG,
     NAN_POLICIES,
+    NAN_RAISE_MSG,
     ConfidenceInterval,
     ConstantInputWarning,
     CorrelationResult,
@@ -33,13 +33,13 @@ from ._results import (
 )
 from ._pearson_result import PearsonResult, RankCorrelationResult
 from ._statistics import (
-    _average_ranks,
-    _has_nan,
-    _is_constant,
-    _kendall_core,
-    _pearson_statistic,
-    _small_int_table,
-    _spearman_core,
+    average_ranks,
+    has_nan,
+    is_constant,
+    kendall_core,
+    pearson_statistic,
+    small_int_table,
+    spearman_core,
 )
 from ._validation import (
     as_float_vector,
@@ -58,15 +58,6 @@ __all__ = [
     "pearson",
     "spearman",
 ]
-
-
-def _prepare(x, y, alternative, nan_policy, order_only=False):
-    x = as_float_vector(x, "x", order_only)
-    y = as_float_vector(y, "y", order_only)
-    check_same_length(x, y, "x", "y")
-    check_choice(alternative, "alternative", ALTERNATIVES)
-    check_choice(nan_policy, "nan_policy", NAN_POLICIES)
-    return x, y
 
 
 def _check_options(alternative, nan_policy):
@@ -208,17 +199,17 @@ def _pearson_1d(x, y, alternative, method, nan_policy, nt) -> PearsonResult:
     x = as_float_vector(x, "x")
     y = as_float_vector(y, "y")
     check_same_length(x, y, "x", "y")
-    if nan_policy != "propagate" and _has_nan(x, y):
+    if nan_policy != "propagate" and has_nan(x, y):
         if nan_policy == "raise":
-            raise ValueError(_NAN_RAISE_MSG)
+            raise ValueError(NAN_RAISE_MSG)
         keep = ~(np.isnan(x) | np.isnan(y))
         x, y = np.ascontiguousarray(x[keep]), np.ascontiguousarray(y[keep])
     n = x.shape[0]
     if n < 2:
         raise ValueError(f"`x` and `y` must have length at least 2, got {n}")
-    r = _pearson_statistic(x, y, nt, warn_stacklevel=5)
+    r = pearson_statistic(x, y, nt, warn_stacklevel=5)
     if method is None:
-        p = _pearson_pvalue(r, n, alternative)
+        p = pearson_pvalue(r, n, alternative)
     else:
         from ._resampling import resampling_pvalue
 
@@ -294,13 +285,13 @@ def _spearman_1d(x, y, alternative, nan_policy, nt):
         return RankCorrelationResult(math.nan, math.nan, n, "spearman", alternative)
     # scipy checks constancy on the raw input, before any NaN handling; the
     # table path below detects it itself, so only screen cheaply here.
-    if x[0] == x[-1] and _is_constant(x) or y[0] == y[-1] and _is_constant(y):
-        warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=2)
+    if x[0] == x[-1] and is_constant(x) or y[0] == y[-1] and is_constant(y):
+        warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=2)
         return RankCorrelationResult(math.nan, math.nan, n, "spearman", alternative)
-    tab = _small_int_table(x, y, nt)  # succeeds only without NaN
-    if tab is None and _has_nan(x, y):
+    tab = small_int_table(x, y, nt)  # succeeds only without NaN
+    if tab is None and has_nan(x, y):
         if nan_policy == "raise":
-            raise ValueError(_NAN_RAISE_MSG)
+            raise ValueError(NAN_RAISE_MSG)
         if nan_policy == "propagate":
             return RankCorrelationResult(math.nan, math.nan, n, "spearman", alternative)
         keep = np.isfinite(x) & np.isfinite(y)
@@ -312,8 +303,8 @@ def _spearman_1d(x, y, alternative, nan_policy, nt):
             raise ValueError(
                 "spearman: only 1 pair left after omitting NaN/inf; need at least 2"
             )
-        tab = _small_int_table(x, y, nt)
-    rs, p = _spearman_core(x, y, nt, alternative, tab, warn_stacklevel=3)
+        tab = small_int_table(x, y, nt)
+    rs, p = spearman_core(x, y, nt, alternative, tab, warn_stacklevel=3)
     return RankCorrelationResult(rs, p, n, "spearman", alternative, x=x, y=y)
 
 
@@ -349,14 +340,14 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     n_obs, n_vars = data.shape
     if n_obs <= 1:
         return RankCorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
-    if _is_constant(data[:, 0]) or _is_constant(data[:, 1]):  # scipy's rule
-        warnings.warn(ConstantInputWarning(_CONSTANT_MSG), stacklevel=3)
+    if is_constant(data[:, 0]) or is_constant(data[:, 1]):  # scipy's rule
+        warnings.warn(ConstantInputWarning(CONSTANT_MSG), stacklevel=3)
         return RankCorrelationResult(math.nan, math.nan, n_obs, "spearman", alternative)
     nan_rows = np.isnan(data).any(axis=1)
     has_nan_var = np.zeros(n_vars, dtype=bool)
     if nan_rows.any():
         if nan_policy == "raise":
-            raise ValueError(_NAN_RAISE_MSG)
+            raise ValueError(NAN_RAISE_MSG)
         if nan_policy == "omit":
             if n_vars == 2:
                 return _spearman_1d(np.ascontiguousarray(data[:, 0]),
@@ -373,10 +364,10 @@ def _spearman_matrix(a, b, axis, alternative, nan_policy, nt):
     ranks = np.empty_like(data)
     for j in range(n_vars):
         col = np.ascontiguousarray(data[:, j])
-        ranks[:, j] = np.nan if has_nan_var[j] else _average_ranks(col)
+        ranks[:, j] = np.nan if has_nan_var[j] else average_ranks(col)
     with np.errstate(invalid="ignore", divide="ignore"):
         rs = np.corrcoef(ranks, rowvar=False)
-    p = _t_pvalue(rs, n_obs, alternative)
+    p = t_pvalue(rs, n_obs, alternative)
     rs[has_nan_var, :] = np.nan
     rs[:, has_nan_var] = np.nan
     return RankCorrelationResult(rs, p, n_obs, "spearman", alternative)
@@ -459,16 +450,16 @@ def kendall(x, y, *, alternative: str = "two-sided", nan_policy: str = "propagat
 
 
 def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
-    tab = _small_int_table(x, y, nt)  # succeeds only without NaN
-    if tab is None and _has_nan(x, y):
+    tab = small_int_table(x, y, nt)  # succeeds only without NaN
+    if tab is None and has_nan(x, y):
         if nan_policy == "raise":
-            raise ValueError(_NAN_RAISE_MSG)
+            raise ValueError(NAN_RAISE_MSG)
         if nan_policy == "propagate":
             return RankCorrelationResult(math.nan, math.nan, x.shape[0], "kendall", alternative,
                                          variant=variant)
         keep = ~(np.isnan(x) | np.isnan(y))
         x, y = np.ascontiguousarray(x[keep]), np.ascontiguousarray(y[keep])
-        tab = _small_int_table(x, y, nt)
+        tab = small_int_table(x, y, nt)
     n = x.shape[0]
     if n <= 1:
         warnings.warn(
@@ -477,22 +468,5 @@ def _kendall_1d(x, y, alternative, nan_policy, method, variant, nt):
             stacklevel=2,
         )
         return RankCorrelationResult(math.nan, math.nan, n, "kendall", alternative, variant=variant)
-    tau, p = _kendall_core(x, y, nt, alternative, method, tab, variant)
+    tau, p = kendall_core(x, y, nt, alternative, method, tab, variant)
     return RankCorrelationResult(tau, p, n, "kendall", alternative, x=x, y=y, variant=variant)
-
-
-
-
-_FUNCS = {"pearson": pearson, "spearman": spearman, "kendall": kendall}
-
-_MOVED = {"grouped": "metrics.grouped", "GroupedResult": "metrics.grouped",
-          "bootstrap_ci": "metrics.bootstrap", "BootstrapResult": "metrics.bootstrap"}
-
-
-def __getattr__(name):
-    """``metrics.correlation.grouped`` etc. keep working (moved to their modules)."""
-    if name in _MOVED:
-        import importlib
-
-        return getattr(importlib.import_module(_MOVED[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

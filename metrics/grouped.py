@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import _corr
-from ._pvalues import _pearson_pvalue, _t_pvalue
+from ._pvalues import pearson_pvalue, t_pvalue
 from ._results import (
-    _EPS75,
-    _NAN_RAISE_MSG,
+    ALTERNATIVES,
+    EPS75,
     METHODS,
+    NAN_POLICIES,
+    NAN_RAISE_MSG,
     CorrelationResult,
     SmallSampleWarning,
 )
@@ -21,20 +23,37 @@ from ._pearson_result import PearsonResult, RankCorrelationResult
 from ._statistics import (
     MIN_PAIRS_PER_THREAD,
     SMALL_N,
-    _has_nan,
-    _kendall_from_counts,
-    _moments_usable,
-    _near_constant,
-    _pearson_small,
-    _r_from_moments,
-    _work_threads,
+    has_nan,
+    kendall_from_counts,
+    moments_usable,
+    near_constant,
+    pearson_small,
+    r_from_moments,
+    work_threads,
 )
-from ._validation import _asarray, check_choice, resolve_threads
-from . import correlation as _correlation
+from ._validation import (
+    as_array,
+    as_float_vector,
+    check_choice,
+    check_same_length,
+    resolve_threads,
+)
+from .correlation import kendall, pearson, spearman
 
 __all__ = ["GroupedResult", "grouped"]
 
 # ----------------------------------------------------------------- grouped
+
+_FUNCS = {"pearson": pearson, "spearman": spearman, "kendall": kendall}
+
+
+def _prepare(x, y, alternative, nan_policy, order_only=False):
+    x = as_float_vector(x, "x", order_only)
+    y = as_float_vector(y, "y", order_only)
+    check_same_length(x, y, "x", "y")
+    check_choice(alternative, "alternative", ALTERNATIVES)
+    check_choice(nan_policy, "nan_policy", NAN_POLICIES)
+    return x, y
 
 
 @dataclass(frozen=True)
@@ -75,7 +94,7 @@ def _factorize(groups, n):
     """(codes int64, base, labels, n_slots): slot of row i = codes[i] - base."""
     if groups is None or isinstance(groups, (str, bytes, dict)):
         raise TypeError(f"groups must be a 1-D array-like of labels, got {type(groups).__name__}")
-    g = _asarray(groups, "groups")
+    g = as_array(groups, "groups")
     if g.ndim != 1:
         raise ValueError(f"groups must be 1-D, got shape {g.shape}")
     if g.shape[0] != n:
@@ -105,7 +124,7 @@ def _grouped_pearson_moments(x, y, codes, base, n_slots, nt):
     if n_chunks * n_slots <= (1 << 19):
         parts = np.zeros((n_chunks, n_slots, _corr.N_MOMENT_FIELDS), dtype=np.float64)
         _corr.grouped_chunk_moments(x, y, codes, base, n_slots, parts,
-                                    _work_threads(nt, n, MIN_PAIRS_PER_THREAD // 2))
+                                    work_threads(nt, n, MIN_PAIRS_PER_THREAD // 2))
         _corr.merge_chunk_moments(parts, out)
     else:
         xs = np.empty(n)
@@ -157,12 +176,12 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
     """
     check_choice(method, "method", METHODS)
     # the rank methods see integers beyond 2**53 as their exact order
-    x, y = _correlation._prepare(x, y, alternative, nan_policy, method != "pearson")
+    x, y = _prepare(x, y, alternative, nan_policy, method != "pearson")
     nt = resolve_threads(n_threads)
     codes, base, labels, n_slots = _factorize(groups, x.shape[0])
-    if nan_policy == "raise" and _has_nan(x, y):
-        raise ValueError(_NAN_RAISE_MSG)
-    func = _correlation._FUNCS[method]
+    if nan_policy == "raise" and has_nan(x, y):
+        raise ValueError(NAN_RAISE_MSG)
+    func = _FUNCS[method]
     kw = {"alternative": alternative, "nan_policy": nan_policy, "n_threads": nt}
 
     as_bool = np.asarray(groups).dtype.kind == "b"
@@ -185,8 +204,8 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
             easy = bool(np.all(cnt >= 3) and np.all(np.isfinite(sxy))
                         and np.all((sxx > 1e-280) & (sxx < 1e280))
                         and np.all((syy > 1e-280) & (syy < 1e280))
-                        and not np.any((np.sqrt(sxx) < _EPS75 * np.abs(means_x))
-                                       | (np.sqrt(syy) < _EPS75 * np.abs(means_y))))
+                        and not np.any((np.sqrt(sxx) < EPS75 * np.abs(means_x))
+                                       | (np.sqrt(syy) < EPS75 * np.abs(means_y))))
         if easy:
             small = cnt <= SMALL_N
             if small.any():
@@ -198,14 +217,14 @@ def grouped(x, y, groups, *, method: str = "pearson", alternative: str = "two-si
                 if small[k]:  # the same route as pearson() on these rows
                     a, b = bounds[s]
                     idx = order[a:b]
-                    r = _pearson_small(x[idx], y[idx], 2)
+                    r = pearson_small(x[idx], y[idx], 2)
                 else:
-                    r = _r_from_moments(sxx[k], syy[k], sxy[k])
+                    r = r_from_moments(sxx[k], syy[k], sxy[k])
                 lab = label_of(s)
                 results[lab] = PearsonResult(
-                    r, _pearson_pvalue(r, c, alternative), c, "pearson", alternative)
+                    r, pearson_pvalue(r, c, alternative), c, "pearson", alternative)
                 sizes[lab] = c
-    elif x.shape[0] <= RANKED_TOGETHER_MAX_MEAN * n_slots and not _has_nan(x, y):
+    elif x.shape[0] <= RANKED_TOGETHER_MAX_MEAN * n_slots and not has_nan(x, y):
         ranked = _grouped_ranked(method, x, y, codes - base if base else codes, n_slots,
                                  alternative, nt)
         if ranked is not None:
@@ -313,7 +332,7 @@ def _grouped_ranked(method, x, y, slot, n_slots, alternative, nt):
             r_small = (sxy * f / np.sqrt(sxx * f)) / np.sqrt(syy * f)
             r_large = sxy / (np.sqrt(sxx) * np.sqrt(syy))
         r = np.clip(np.where(small, r_small, r_large), -1.0, 1.0)
-        p = np.array([_t_pvalue(rv, int(c), alternative) for rv, c in zip(r, m)])
+        p = np.array([t_pvalue(rv, int(c), alternative) for rv, c in zip(r, m)])
         return {int(s): (int(c), float(rv), float(pv))
                 for s, c, rv, pv in zip(present, m, r, p)}
     # Kendall: dense ranks over all rows keep every within-group comparison
@@ -334,7 +353,7 @@ def _grouped_ranked(method, x, y, slot, n_slots, alternative, nt):
     out = {}
     for s in present.tolist():
         c = int(counts[s])
-        tau, p = _kendall_from_counts(c, int(dis[s]), int(xtie[s]), int(ytie[s]),
+        tau, p = kendall_from_counts(c, int(dis[s]), int(xtie[s]), int(ytie[s]),
                                       int(ntie[s]), x0[s], x1[s], y0[s], y1[s], alternative)
         out[s] = (c, tau, p)
     return out
@@ -347,10 +366,10 @@ def _pooled_pearson(mom, alternative):
     the same conditioning test as a single call's.
     """
     n, mx, my, sxx, syy, sxy = _corr.merge_moment_rows(np.ascontiguousarray(mom))
-    if not _moments_usable(sxx, syy, sxy) or _near_constant(sxx, syy, mx, my):
+    if not moments_usable(sxx, syy, sxy) or near_constant(sxx, syy, mx, my):
         return None
     n = int(n)
-    r = _r_from_moments(sxx, syy, sxy)
-    return PearsonResult(r, _pearson_pvalue(r, n, alternative), n, "pearson", alternative)
+    r = r_from_moments(sxx, syy, sxy)
+    return PearsonResult(r, pearson_pvalue(r, n, alternative), n, "pearson", alternative)
 
 

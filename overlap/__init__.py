@@ -78,7 +78,6 @@ __all__ = [
     "overlap_join",
     "dedup",
     "exact_duplicates",
-    "dialogue",
     "openmp_enabled",
     "effective_n_threads",
 ]
@@ -93,10 +92,6 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(where, __name__), name)
         globals()[name] = value  # later look-ups skip this function
         return value
-    # ``overlap.dialogue`` (now ``overlap.pipeline.dialogue``) is imported on first
-    # use, so that importing the core never loads the application layer
-    if name == "dialogue":
-        return importlib.import_module(".dialogue", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

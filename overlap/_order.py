@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _search
+from ._search import stable_argsort_u64  # the kernel sorts fingerprints with it too
 
 _INT64_MAX = np.iinfo(np.int64).max
 
@@ -48,28 +49,6 @@ def lex_order(*keys: np.ndarray) -> np.ndarray:
                 combined += np.arange(n, dtype=np.int64)
                 return np.argsort(combined)
     return np.lexsort(keys[::-1])
-
-
-def stable_argsort_u64(keys: np.ndarray) -> np.ndarray:
-    """``np.argsort(keys, kind="stable")`` as int64, by numpy's faster default sort.
-
-    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is not
-    stable, so the runs of equal keys (here: duplicate rows) are put back in
-    index order afterwards, by a second default sort of only their elements on
-    a key unique to each: (run number, index).
-    """
-    order = np.argsort(keys).astype(np.int64, copy=False)
-    n = order.shape[0]
-    if n < 2:
-        return order
-    sk = keys[order]
-    tie = sk[1:] == sk[:-1]
-    if tie.any():
-        run = np.concatenate(([0], np.cumsum(~tie)))  # run number of each sorted position
-        pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
-        sub = order[pos]
-        order[pos] = sub[np.argsort(run[pos] * n + sub)]
-    return order
 
 
 def pair_order(first: np.ndarray, second: np.ndarray) -> np.ndarray:

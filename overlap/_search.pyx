@@ -451,8 +451,6 @@ cdef class ReferenceIndex:
             return
         with self._lock:
             if self._fp_order is None:
-                from overlap._order import stable_argsort_u64
-
                 fp = self.refs.need_fingerprints(n_threads)
                 fpi = stable_argsort_u64(fp)
                 fps = np.ascontiguousarray(fp[fpi])
@@ -2492,6 +2490,32 @@ cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t 
 
 
 # ---------------------------------------------------------------- renumbering rows by size
+
+def stable_argsort_u64(keys):
+    """``np.argsort(keys, kind="stable")`` as int64, by numpy's faster default sort.
+
+    Plain numpy, kept here because the index sorts its fingerprints with it
+    (``fingerprint_order``) and a kernel imports no Python module of the
+    package; ``overlap._order`` re-exports it.
+
+    numpy's default sort of 64-bit integers (SIMD where the CPU has it) is not
+    stable, so the runs of equal keys (here: duplicate rows) are put back in
+    index order afterwards, by a second default sort of only their elements on
+    a key unique to each: (run number, index).
+    """
+    order = np.argsort(keys).astype(np.int64, copy=False)
+    n = order.shape[0]
+    if n < 2:
+        return order
+    sk = keys[order]
+    tie = sk[1:] == sk[:-1]
+    if tie.any():
+        run = np.concatenate(([0], np.cumsum(~tie)))  # run number of each sorted position
+        pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
+        sub = order[pos]
+        order[pos] = sub[np.argsort(run[pos] * n + sub)]
+    return order
+
 
 def size_order(const int64_t[::1] sz, int n_fields, int64_t n):
     """The rows by size in field 0, then in field 1, and so on, then by index.

@@ -731,8 +731,8 @@ def _mode_line(mode: str, evals: Sequence[str] = ()) -> str:
 def cmd_clean(args: argparse.Namespace, con: Console) -> int:
     from ._threads import effective_n_threads
     from .pipeline.output import Outputs
-    from .pipeline.cleaning import (_input_paths, clean, clean_layout, plan_clean_outputs,
-                                 write_clean)
+    from .pipeline._splits import input_paths
+    from .pipeline.cleaning import clean, clean_layout, plan_clean_outputs, write_clean
 
     source = _clean_source(args)
     mode = _clean_mode(args)
@@ -752,7 +752,7 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
             raise UsageError("--fixed-eval needs an eval split (--valid or --test)")
         return _decontaminate(args, con, source["train"], files, True, None)
     nt = effective_n_threads(args.threads, "--threads")
-    outs = Outputs(_input_paths(source), overwrite=args.overwrite,
+    outs = Outputs(input_paths(source), overwrite=args.overwrite,
                    make_parents=args.parents)
     unit, formats = clean_layout(source, args.format)
     plan_clean_outputs(outs, args.out, unit, formats)

@@ -80,7 +80,7 @@ def _format_of(path: str, fmt: str | None) -> str | None:
     return _EXT.get(os.path.splitext(name)[1].lower())
 
 
-def _read_format(path: str, fmt: str | None) -> str:
+def shard_format(path: str, fmt: str | None) -> str:
     """The format a shard is read as: a ``.txt`` holding ``__eou__`` is DailyDialog."""
     f = _format_of(path, fmt)
     if fmt is None and f == "text" and os.path.splitext(
@@ -363,7 +363,7 @@ def read_chunks(
     paths = shard_paths(source, fmt)
     first_row = 0
     for path in paths:
-        f = _read_format(path, fmt)
+        f = shard_format(path, fmt)
         if f == "parquet":
             gen = _chunks_parquet(path, fields, chunk_rows, first_row)
         else:

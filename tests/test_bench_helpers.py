@@ -23,6 +23,7 @@ from numpy.testing import assert_array_equal
 import _reference as ref
 import overlap
 from overlap import TokenSets
+from overlap.pipeline.dialogue import make_samples
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -106,7 +107,7 @@ def test_brute_force_matches_ours_on_w_shaped_text():
     texts, _ = wl.generate_dialogues(seed=3, dialogues={"train": 60, "validation": 5,
                                                        "test": 5},
                                      samples={"train": 400, "validation": 30, "test": 30})
-    s = {k: overlap.dialogue.make_samples(v) for k, v in texts.items()}
+    s = {k: make_samples(v) for k, v in texts.items()}
     q = (TokenSets.from_texts(s["test"].context), TokenSets.from_texts(s["test"].response))
     r = (TokenSets.from_texts(s["train"].context), TokenSets.from_texts(s["train"].response))
     score, index = peers.SparseBruteForce(q, r).top1()
@@ -223,7 +224,7 @@ def test_generated_dialogues_have_the_requested_shape_and_plants():
     texts, planted = wl.generate_dialogues(seed=5, dialogues=dialogues, samples=samples)
     for split in wl.SPLITS:
         assert len(texts[split]) == dialogues[split]
-        assert len(overlap.dialogue.make_samples(texts[split])) == samples[split]
+        assert len(make_samples(texts[split])) == samples[split]
     units = [" ".join(d) for split in wl.SPLITS for d in texts[split]]
     assert planted.shape[1] == 2 and len(planted) > 0.05 * len(units)
     assert (planted[:, 0] != planted[:, 1]).all()

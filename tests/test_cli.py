@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from overlap import TokenSets, dedup, max_overlap
-from overlap.demo import generate_corpus, write_corpus
-from overlap.dialogue import make_samples, read_dialogues, read_splits
+from overlap.pipeline.demo import generate_corpus, write_corpus
+from overlap.pipeline.dialogue import make_samples, read_dialogues, read_splits
 from overlap.pipeline import summarize
 
 import overlap as _overlap_pkg
@@ -530,7 +530,7 @@ def test_clean_explicit_files_of_any_name_and_format(tmp_path):
     corpus = generate_corpus(120, 15, 15, seed=4).splits
     for split, name in (("train", "OpenSubtitles.en-train.txt"), ("valid", "dev.txt"),
                         ("test", "held_out.txt")):
-        from overlap.dialogue import write_dialogues
+        from overlap.pipeline.dialogue import write_dialogues
         write_dialogues(tmp_path / name, corpus[split])
     r = run("clean", "--train", "OpenSubtitles.en-train.txt", "--valid", "dev.txt", "--test",
             "held_out.txt", "--out", "o", "--keep", "first", "--resplit", cwd=tmp_path)

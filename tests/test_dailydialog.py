@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from overlap import OverlapIndex, TokenSets, dedup
-from overlap.dialogue import make_samples, read_dialogues
+from overlap.pipeline.dialogue import make_samples, read_dialogues
 
 pytestmark = pytest.mark.data
 

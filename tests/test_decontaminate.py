@@ -22,7 +22,7 @@ import pytest
 
 import _reference as ref
 import overlap as _overlap_pkg
-from overlap.demo import generate_corpus, write_corpus
+from overlap.pipeline.demo import generate_corpus, write_corpus
 from overlap.pipeline import decontaminate
 
 PKG_ROOT = str(Path(_overlap_pkg.__file__).resolve().parent.parent)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from overlap.dialogue import (
+from overlap.pipeline.dialogue import (
     EOU,
     Samples,
     find_split_files,

@@ -40,7 +40,7 @@ from pathlib import Path
 import pytest
 
 import overlap as _overlap_pkg
-from overlap._datadir import shared_data_dir
+from _datadir import shared_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG_ROOT = str(Path(_overlap_pkg.__file__).resolve().parent.parent)

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from overlap.dialogue import write_dialogues
-from overlap.io import MissingExtra, infer_format, read_fields, read_table, write_table
-from overlap.plot import histogram_counts, save_histogram, text_histogram
+from overlap.pipeline.dialogue import write_dialogues
+from overlap.pipeline.tables import MissingExtra, infer_format, read_fields, read_table, write_table
+from overlap.pipeline.plot import histogram_counts, save_histogram, text_histogram
 
 TABLE = {
     "context": ["hello , there", "naïve “quotes”, commas", 'a "b"\nnew line'],

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from overlap.demo import generate_corpus
-from overlap.dialogue import make_samples, read_splits
+from overlap.pipeline.demo import generate_corpus
+from overlap.pipeline.dialogue import make_samples, read_splits
 from overlap.pipeline import (
     THRESHOLDS,
     clean,

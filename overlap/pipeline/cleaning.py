@@ -22,13 +22,13 @@ from .._validation import check_int, check_unit_interval, type_name
 from ..dedup import DedupResult, dedup
 from ..search import ratio
 from ..tokensets import Tokenizer, TokenSets
-from .dialogue import (EOU, SPLIT_FILE_NAMES, SPLITS, find_split_files, read_dialogues,
-                       write_dialogues)
+from ._splits import EXT, Split, dialogues_of, input_paths, read_split, take_rows, unit_text
+from .dialogue import SPLIT_FILE_NAMES, SPLITS, find_split_files, write_dialogues
 from .output import Outputs, planned, write_json
 from .report import AT, CleanReport, CleanSettings, DedupCounts, parse_thresholds
 from .scanning import DEFAULT_TOKENIZER, Log, scan, tokenize_fields
-from .steps import KEEP, _dedup_first, _exact_duplicate_masks, flatten, resplit
-from .tables import infer_format, read_named_fields, write_table
+from .steps import KEEP, dedup_first_fields, exact_duplicate_masks, flatten, resplit
+from .tables import infer_format, write_table
 
 __all__ = ["CleanResult", "clean", "write_clean", "plan_clean_outputs", "clean_layout",
            "SPLIT_FILE_NAMES"]
@@ -71,57 +71,14 @@ class CleanResult:
     files: list = field(default_factory=list)
 
 
-@dataclass
-class _Split:
-    """One split of the input: dialogues, or a table with its compared columns."""
-
-    units: Any          # list of dialogues, or a table (dict of columns)
-    columns: list       # text columns compared (table input)
-    n: int
-    path: str | None = None
-    fmt: str = "jsonl"
-
-
-def _read_split(v: Any, fields: Any, fmt: str | None, out: dict, k: str,
-                field_names: dict | None = None) -> str:
-    """Read one split (a file, a table or dialogues) into ``out[k]``; returns its unit kind.
-
-    The compared fields of a table (named, or inferred when ``fields`` is None)
-    go to ``field_names[k]``.
-    """
-    names = None
-    if isinstance(v, (str, os.PathLike)):
-        f = infer_format(v, fmt)
-        p = os.fspath(v)
-        if f == "dailydialog":
-            if not os.path.isfile(p):
-                raise FileNotFoundError(f"{p}: no such file")
-            out[k] = _Split(_dialogues_of(p), [], 0, p, f)
-            return "dialogue"
-        names, cols, table = read_named_fields(p, fields, f)
-        out[k] = _Split(table, cols, 0, p, f)
-    elif isinstance(v, Mapping) or type(v).__module__.split(".")[0] in ("pandas", "datasets"):
-        names, cols, table = read_named_fields(v, fields)
-        out[k] = _Split(table, cols, 0)
-    elif isinstance(v, (str, bytes)) or not isinstance(v, Sequence):
-        raise TypeError(f"source[{k!r}] must be a file path, a table or a list of dialogues, "
-                        f"got {type_name(v)}")
-    else:
-        out[k] = _Split(list(v), [], 0)
-        return "dialogue"
-    if field_names is not None:
-        field_names[k] = names
-    return "row"
-
-
 def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, dict]:
-    """(unit kind, split name -> _Split) of a folder, a mapping of dialogues or of files."""
+    """(unit kind, split name -> Split) of a folder, a mapping of dialogues or of files."""
     if isinstance(source, (str, os.PathLike)):
         paths = find_split_files(source)
         if any(infer_format(p, fmt) != "dailydialog" for p in paths.values()):
             return _read_clean_source(paths, fields, fmt)  # plain text: one sample a line
-        splits = {k: _dialogues_of(p) for k, p in paths.items()}
-        return "dialogue", {k: _Split(d, [], len(d), paths[k], "dailydialog")
+        splits = {k: dialogues_of(p) for k, p in paths.items()}
+        return "dialogue", {k: Split(d, [], len(d), paths[k], "dailydialog")
                             for k, d in splits.items()}
     if not isinstance(source, Mapping):
         raise TypeError("source must be a folder path or a mapping of split name to "
@@ -131,13 +88,13 @@ def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, 
         raise ValueError(f"source: unknown split name(s) {bad}; expected {list(SPLITS)}")
     if "train" not in source:
         raise ValueError("source must hold a 'train' split")
-    out: dict[str, _Split] = {}
+    out: dict[str, Split] = {}
     kinds = set()
     field_names: dict[str, list] = {}
     for k in SPLITS:
         if k not in source:
             continue
-        kinds.add(_read_split(source[k], fields, fmt, out, k, field_names))
+        kinds.add(read_split(source[k], fields, fmt, out, k, field_names))
     if len(kinds) > 1:
         raise ValueError("source: every split must be of the same kind (all DailyDialog "
                          "dialogues or all tables)")
@@ -153,7 +110,7 @@ def _read_clean_source(source: Any, fields: Any, fmt: str | None) -> tuple[str, 
     return kind, out
 
 
-def _where(k: str, sp: _Split) -> str:
+def _where(k: str, sp: Split) -> str:
     return sp.path if sp.path else f"the {k} table"
 
 
@@ -204,25 +161,6 @@ def _moved_rows(kind: str, original: dict, names: list, origin: np.ndarray,
     return moved
 
 
-def _dialogues_of(path: str) -> list:
-    """The dialogues of a DailyDialog file; a file with none is an error naming it."""
-    dialogues = read_dialogues(path)
-    if not dialogues:
-        raise ValueError(f"{path}: no dialogue (0 samples read)")
-    return dialogues
-
-
-def _take_rows(table: dict, idx: np.ndarray) -> dict:
-    ix = idx.tolist()
-    return {c: [v[i] for i in ix] for c, v in table.items()}
-
-
-def _unit_text(kind: str, sp: _Split, i: int) -> str:
-    if kind == "dialogue":
-        return f" {EOU} ".join(sp.units[i])
-    return " | ".join(col[i] for col in sp.columns)
-
-
 def clean_layout(source: Any, fmt: str | None = None) -> tuple[str, dict[str, str]]:
     """(unit kind, output format per split) of a :func:`clean` source, without reading it.
 
@@ -245,16 +183,8 @@ def clean_layout(source: Any, fmt: str | None = None) -> tuple[str, dict[str, st
         else:
             formats[k] = "dailydialog"
     unit = "dialogue" if formats.get("train") == "dailydialog" else "row"
-    out = {k: (f if f in _EXT else "jsonl") for k, f in formats.items()}
+    out = {k: (f if f in EXT else "jsonl") for k, f in formats.items()}
     return unit, {k: out.get(k, out.get("train", "jsonl")) for k in SPLITS}
-
-
-def _input_paths(source: Any) -> list[str]:
-    if isinstance(source, (str, os.PathLike)):
-        return [os.fspath(source)]
-    if isinstance(source, Mapping):
-        return [os.fspath(v) for v in source.values() if isinstance(v, (str, os.PathLike))]
-    return []
 
 
 def plan_clean_outputs(outputs: Outputs, out: str | os.PathLike, unit: str,
@@ -266,12 +196,9 @@ def plan_clean_outputs(outputs: Outputs, out: str | os.PathLike, unit: str,
         if unit == "dialogue":
             names += [SPLIT_FILE_NAMES[k], f"{k}.jsonl"]
         else:
-            names.append(f"{k}.{_EXT[formats.get(k, 'jsonl')]}")
+            names.append(f"{k}.{EXT[formats.get(k, 'jsonl')]}")
     names.append("report.json")
     return [outputs.file_in(d, n) for n in names]
-
-
-_EXT = {"csv": "csv", "tsv": "tsv", "jsonl": "jsonl", "parquet": "parquet"}
 
 
 def clean(
@@ -374,7 +301,7 @@ def clean(
     timing: dict[str, float] = {}
     outputs = None
     if out is not None:
-        outputs = Outputs(_input_paths(source), overwrite=overwrite)
+        outputs = Outputs(input_paths(source), overwrite=overwrite)
         outputs.directory(out)
         outputs.check()
 
@@ -428,7 +355,7 @@ def clean(
                                            tokenizer, ngram, n_threads=nt)
                       for f in range(len(original["train"].columns)))
     if keep == "first":
-        dd = _dedup_first(units, threshold, nt, progress)
+        dd = dedup_first_fields(units, threshold, nt, progress)
     else:
         dd = dedup(units, threshold=threshold, n_threads=nt, progress=progress)
     kept_idx = np.flatnonzero(dd.keep)
@@ -442,8 +369,8 @@ def clean(
         si, sj = names[origin[i]], names[origin[j]]
         removed_units.append({
             "split": si, "index": int(local[i]), "kept_split": sj, "kept_for": int(local[j]),
-            "score": sc, "text": _unit_text(kind, original[si], int(local[i])),
-            "kept_text": _unit_text(kind, original[sj], int(local[j])),
+            "score": sc, "text": unit_text(kind, original[si], int(local[i])),
+            "kept_text": unit_text(kind, original[sj], int(local[j])),
         })
     timed("dedup", t0)
 
@@ -477,7 +404,7 @@ def clean(
         pooled_table = {c: [v for k in names
                             for v in original[k].units.get(c, [None] * original[k].n)]
                         for c in pooled_cols}
-        new_tables = {k: _take_rows(pooled_table, pos) for k, pos in new_pos.items()}
+        new_tables = {k: take_rows(pooled_table, pos) for k, pos in new_pos.items()}
         fcols = range(len(original["train"].columns))
         pooled_fields = [[t for k in names for t in original[k].columns[f]] for f in fcols]
         new_fields = {k: tuple([col[i] for i in pos.tolist()] for col in pooled_fields)
@@ -487,14 +414,14 @@ def clean(
     t0 = time.perf_counter()
     say("remove: exact duplicate samples within splits and eval samples found in train")
     tok = {k: tokenize_fields(list(f), k, **opts) for k, f in new_fields.items()}
-    masks, dup_counts = _exact_duplicate_masks(tok, "train", nt)
+    masks, dup_counts = exact_duplicate_masks(tok, "train", nt)
     cleaned_fields = {k: tuple([t for t, m in zip(col, masks[k].tolist()) if m]
                                for col in f) for k, f in new_fields.items()}
     samples: dict = {}
     if kind == "dialogue":
         samples = {k: s.take(masks[k]) for k, s in flat.items()}
     else:
-        new_tables = {k: _take_rows(t, np.flatnonzero(masks[k])) for k, t in new_tables.items()}
+        new_tables = {k: take_rows(t, np.flatnonzero(masks[k])) for k, t in new_tables.items()}
     timed("remove", t0)
 
     t0 = time.perf_counter()
@@ -520,7 +447,7 @@ def clean(
         timing_s=timing,
         moved=moved,
     )
-    formats = {k: (sp.fmt if sp.fmt in _EXT else "jsonl") for k, sp in original.items()}
+    formats = {k: (sp.fmt if sp.fmt in EXT else "jsonl") for k, sp in original.items()}
     formats = {k: formats.get(k, formats["train"]) for k in SPLITS}
     result = CleanResult(kind, new_dialogues, new_tables, samples, before, after, dd, report,
                          formats)
@@ -580,7 +507,7 @@ def write_clean(out: str | os.PathLike, result: CleanResult, *, overwrite: bool 
         else:
             for k, table in result.tables.items():
                 f = result.formats.get(k, "jsonl")
-                p = os.path.join(d, f"{k}.{_EXT[f]}")
+                p = os.path.join(d, f"{k}.{EXT[f]}")
                 write_table(outs.stage(p), table, f)
                 files.append(p)
         p = os.path.join(d, "report.json")

@@ -34,12 +34,12 @@ from .._validation import check_unit_interval, type_name
 from ..dedup import DedupResult, dedup
 from ..search import max_overlap, ratio
 from ..tokensets import Tokenizer, TokenSets
-from .cleaning import _EXT, _Split, _read_split, _take_rows, _unit_text
+from ._splits import EXT, Split, read_split, take_rows, unit_text
 from .dialogue import SPLIT_FILE_NAMES, write_dialogues
 from .output import Outputs, planned, write_json
 from .report import AT, OverlapSummary, parse_thresholds, summarize
 from .scanning import DEFAULT_TOKENIZER, Log, tokenize_fields
-from .steps import KEEP, _dedup_first
+from .steps import KEEP, dedup_first_fields
 from .tables import infer_format, write_table
 
 __all__ = ["MODE", "REASONS", "DecontaminationSettings", "DecontaminationReport",
@@ -184,14 +184,14 @@ def _check_evals(evals: Any) -> dict:
 
 
 def _output_name(unit: str, fmt: str) -> str:
-    return SPLIT_FILE_NAMES["train"] if unit == "dialogue" else f"train.{_EXT[fmt]}"
+    return SPLIT_FILE_NAMES["train"] if unit == "dialogue" else f"train.{EXT[fmt]}"
 
 
 def decontaminate_layout(train: Any, fmt: str | None = None) -> tuple[str, str]:
     """(unit kind, output format) of a :func:`decontaminate` train input, without reading it."""
     if isinstance(train, (str, os.PathLike)):
         f = infer_format(train, fmt)
-        return ("dialogue", f) if f == "dailydialog" else ("row", f if f in _EXT else "jsonl")
+        return ("dialogue", f) if f == "dailydialog" else ("row", f if f in EXT else "jsonl")
     if isinstance(train, Mapping) or type(train).__module__.split(".")[0] in ("pandas",
                                                                                "datasets"):
         return "row", "jsonl"
@@ -295,11 +295,11 @@ def decontaminate(
 
     t0 = time.perf_counter()
     say("read: train and the eval splits")
-    splits: dict[str, _Split] = {}
+    splits: dict[str, Split] = {}
     field_names: dict[str, list] = {}
-    kinds = {_read_split(train, fields, fmt, splits, "train", field_names)}
+    kinds = {read_split(train, fields, fmt, splits, "train", field_names)}
     for k, v in evals.items():
-        kinds.add(_read_split(v, fields, fmt, splits, k, field_names))
+        kinds.add(read_split(v, fields, fmt, splits, k, field_names))
     if len(kinds) > 1:
         raise ValueError("train and the eval splits must be of the same kind (all DailyDialog "
                          "dialogues or all tables)")
@@ -355,7 +355,7 @@ def decontaminate(
         say(f"dedup: {rest.size:,} train {what} at threshold {dthr:g} (keep {keep})")
         units = tuple(t.take(rest) for t in tok["train"])
         if keep == "first":
-            dd = _dedup_first(units, dthr, nt, progress)
+            dd = dedup_first_fields(units, dthr, nt, progress)
         else:
             dd = dedup(units, threshold=dthr, n_threads=nt, progress=progress)
         gone = np.flatnonzero(~dd.keep)
@@ -393,8 +393,8 @@ def decontaminate(
             reason[i] = "train-duplicate"
         removed_units.append({
             "split": "train", "index": i, "reason": reason[i], "kept_split": ks,
-            "kept_for": kf, "score": why, "text": _unit_text(kind, tr, i),
-            "kept_text": _unit_text(kind, splits[ks], kf),
+            "kept_for": kf, "score": why, "text": unit_text(kind, tr, i),
+            "kept_text": unit_text(kind, splits[ks], kf),
         })
     n_overlap = int(overlap_mask.sum())
     n_dup = int(dups.size)
@@ -417,8 +417,8 @@ def decontaminate(
         removed_units=removed_units, timing_s=timing,
     )
     cleaned = ([tr.units[i] for i in kept_idx.tolist()] if kind == "dialogue"
-               else _take_rows(tr.units, kept_idx))
-    out_fmt = "dailydialog" if kind == "dialogue" else (tr.fmt if tr.fmt in _EXT else "jsonl")
+               else take_rows(tr.units, kept_idx))
+    out_fmt = "dailydialog" if kind == "dialogue" else (tr.fmt if tr.fmt in EXT else "jsonl")
     result = DecontaminationResult(kind, cleaned, keep_mask, reason, best_score, best_index,
                                    best_split, dd, before, after, report, out_fmt)
     if outputs is not None and out is not None:

@@ -143,7 +143,7 @@ def save_histogram(
 
     Raises
     ------
-    overlap.io.MissingExtra
+    overlap.pipeline.tables.MissingExtra
         When matplotlib is not installed.
     """
     if not isinstance(path, (str, os.PathLike)):

@@ -52,7 +52,7 @@ def tokenize_fields(
     Parameters
     ----------
     data : Samples, sequence of text columns, TokenSets or sequence of TokenSets
-        :class:`~overlap.dialogue.Samples` give two fields (context, response).
+        :class:`~overlap.pipeline.dialogue.Samples` give two fields (context, response).
         A sequence of str is one field; a sequence of equally long sequences of
         str is one field per column.  TokenSets pass through unchanged.
     name : str
@@ -119,7 +119,8 @@ def tokenize_fields(
 _TABLE_LIKE = (str, os.PathLike, Mapping)
 
 
-def _is_table_source(x: Any) -> bool:
+def is_table_source(x: Any) -> bool:
+    """A file path, a mapping of columns, a pandas or a datasets table (not samples)."""
     if isinstance(x, _TABLE_LIKE):
         return True
     mod = type(x).__module__.split(".")[0]
@@ -130,7 +131,7 @@ def _read_source(source: Any, name: str, fields: Any, fmt: str | None, turns: in
                  max_line_bytes: int | None = None
                  ) -> tuple[list, dict | None, list[str] | None, list | None]:
     """(text columns, whole table or None, field names or None, row labels or None)."""
-    if not _is_table_source(source):
+    if not is_table_source(source):
         return source, None, None, None
     names, cols, table = read_named_fields(source, fields, fmt, turns=turns,
                                            max_line_bytes=max_line_bytes)

@@ -201,7 +201,7 @@ def flatten(
     ----------
     splits : mapping of split name to dialogues
     turns : int, default 1
-        Context length in utterances (see :func:`overlap.dialogue.make_samples`).
+        Context length in utterances (see :func:`overlap.pipeline.dialogue.make_samples`).
 
     Returns
     -------
@@ -323,11 +323,13 @@ def dedup_first(
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     fields = tokenize_fields(units, "units")
-    return _dedup_first(fields, threshold, nt, progress, _log)
+    return dedup_first_fields(fields, threshold, nt, progress, _log)
 
 
-def _dedup_first(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
-                 log: Callable[[str], Any] | None = None) -> DedupResult:
+def dedup_first_fields(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
+                       log: Callable[[str], Any] | None = None) -> DedupResult:
+    """:func:`dedup_first` of fields already tokenized, with checked arguments
+    (the pipeline's steps call it; ``log`` gets the step lines)."""
     n = len(fields[0])
     t = max(threshold, float(np.nextafter(0.0, 1.0)))
     if n < 2:
@@ -358,8 +360,8 @@ def _dedup_first(fields: tuple, threshold: float, nt: int, progress: ProgressArg
     return DedupResult(keep, kept_for, 1, smallest[comp], int(left.shape[0]))
 
 
-def _exact_duplicate_masks(fields: Mapping[str, tuple], train: str, nt: int
-                           ) -> tuple[dict[str, np.ndarray], dict[str, SampleCounts]]:
+def exact_duplicate_masks(fields: Mapping[str, tuple], train: str, nt: int
+                          ) -> tuple[dict[str, np.ndarray], dict[str, SampleCounts]]:
     """Rows to keep per split: first of identical rows within, and none also in train."""
     keep: dict[str, np.ndarray] = {}
     within: dict[str, int] = {}

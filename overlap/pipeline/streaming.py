@@ -22,10 +22,10 @@ from .._threads import effective_n_threads
 from .._validation import check_int, check_unit_interval, type_name
 from ..stream import StreamScanResult, scan_stream
 from .._lines import line_limit
-from ..stream_readers import STREAM_FORMATS, _read_format, shard_paths
+from ..stream_readers import STREAM_FORMATS, shard_format, shard_paths
 from ..tokensets import Tokenizer
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
-from .scanning import DEFAULT_TOKENIZER, Log, _is_table_source
+from .scanning import DEFAULT_TOKENIZER, Log, is_table_source
 from .tables import read_named_fields, row_labels
 
 __all__ = ["CorpusScanResult", "scan_corpus", "STREAM_FORMATS"]
@@ -178,13 +178,13 @@ def scan_corpus(
                          f"got {corpus_format!r}")
     if log is not None and not callable(log):
         raise TypeError(f"log must be callable or None, got {type_name(log)}")
-    if not _is_table_source(queries):
+    if not is_table_source(queries):
         raise TypeError("queries must be a table (a file path, a dict of columns, a "
                         f"DataFrame or a datasets.Dataset), got {type_name(queries)}")
     say = log or (lambda _msg: None)
     nt = effective_n_threads(n_threads)
     shards = shard_paths(corpus, corpus_format)  # checks the corpus before any reading
-    if turns != 1 and any(_read_format(p, corpus_format) == "dailydialog" for p in shards):
+    if turns != 1 and any(shard_format(p, corpus_format) == "dailydialog" for p in shards):
         raise ValueError("turns: DailyDialog corpus shards are streamed with one context "
                          "turn; scan them with --train (scan) for --turns "
                          f"{turns}")

@@ -628,4 +628,5 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
         finally:
             bar.close()
     else:
-        raise ValueError(f"{p}: write DailyDialog files with overlap.dialogue.write_dialogues")
+        raise ValueError(f"{p}: write DailyDialog files with "
+                         "overlap.pipeline.dialogue.write_dialogues")
