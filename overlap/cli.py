@@ -862,7 +862,7 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     outs = _scan_outputs(args, con, inputs)
     res = scan(evalf, args.train, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
-               progress=con.progress, log=con.log)
+               progress=con.progress, read_progress=con.byte_progress, log=con.log)
     con.end_step()
     against = f"against {args.train}" if args.train else "against the rest of the file"
     con.out(f"{evalf} {against} (fields: {', '.join(res.fields)}; each sample's best match; "

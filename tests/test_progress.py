@@ -218,3 +218,21 @@ def test_dedup_command_in_a_log_shows_every_step(tmp_path, monkeypatch, capsys):
         assert [s.split(":")[0] for s in steps] == ["read", "tokenize", "dedup", "dedup",
                                                     "dedup", "write"]
         assert "indexing" in steps[2] and "joining" in steps[3]
+
+
+def test_scan_reports_reading_and_tokenizing(files, monkeypatch):
+    # overlap scan's read and tokenize steps get bars too (not only the search)
+    from overlap.pipeline import scan
+
+    monkeypatch.setattr(tokensets, "TEXT_CHUNK", 20_000)
+    read, on_read = _collect()
+    seen, on_progress = _collect()
+    res = scan(files["csv"], files["jsonl"], fields="context,response",
+               read_progress=on_read, progress=on_progress)
+    assert len(res.score) == N
+    sizes = {files["csv"].stat().st_size, files["jsonl"].stat().st_size}
+    assert {t for _, t in read} == sizes and {(s, s) for s in sizes} <= set(read)
+    tokenized = [(d, t) for d, t in seen if t == 2 * N]  # two fields of N rows, each side
+    assert tokenized and tokenized[-1] == (2 * N, 2 * N) and len(tokenized) >= 4
+    with pytest.raises(TypeError, match="progress"):
+        scan(files["csv"], fields="context,response", read_progress="yes")

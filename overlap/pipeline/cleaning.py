@@ -413,7 +413,8 @@ def clean(
 
     t0 = time.perf_counter()
     say("remove: exact duplicate samples within splits and eval samples found in train")
-    tok = {k: tokenize_fields(list(f), k, **opts) for k, f in new_fields.items()}
+    tok = {k: tokenize_fields(list(f), k, progress=progress, **opts)
+           for k, f in new_fields.items()}
     masks, dup_counts = exact_duplicate_masks(tok, "train", nt)
     cleaned_fields = {k: tuple([t for t, m in zip(col, masks[k].tolist()) if m]
                                for col in f) for k, f in new_fields.items()}

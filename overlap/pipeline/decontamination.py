@@ -318,9 +318,10 @@ def decontaminate(
     tok: dict[str, tuple] = {}
     for k, sp in splits.items():
         if kind == "dialogue":
-            tok[k] = (TokenSets.from_texts([" ".join(d) for d in sp.units], **opts),)
+            tok[k] = (TokenSets.from_texts([" ".join(d) for d in sp.units], progress=progress,
+                                           **opts),)
         else:
-            tok[k] = tokenize_fields(list(sp.columns), k, **opts)
+            tok[k] = tokenize_fields(list(sp.columns), k, progress=progress, **opts)
     timed("tokenize", t0)
 
     n = splits["train"].n

@@ -128,13 +128,13 @@ def is_table_source(x: Any) -> bool:
 
 
 def _read_source(source: Any, name: str, fields: Any, fmt: str | None, turns: int,
-                 max_line_bytes: int | None = None
+                 max_line_bytes: int | None = None, progress: ProgressArg = False
                  ) -> tuple[list, dict | None, list[str] | None, list | None]:
     """(text columns, whole table or None, field names or None, row labels or None)."""
     if not is_table_source(source):
         return source, None, None, None
     names, cols, table = read_named_fields(source, fields, fmt, turns=turns,
-                                           max_line_bytes=max_line_bytes)
+                                           max_line_bytes=max_line_bytes, progress=progress)
     return cols, table, names, row_labels(source)
 
 
@@ -266,6 +266,7 @@ def scan(
     progress: ProgressArg = False,
     log: Log | None = None,
     max_line_bytes: int | None = None,
+    read_progress: ProgressArg = False,
 ) -> ScanResult:
     """Step 1: every eval sample's max overlap against the training samples.
 
@@ -303,10 +304,13 @@ def scan(
         ``"wordpunct"`` token for token on text without CJK, kana or Hangul.
     n_threads : int or None
     progress : bool or callable f(done, total)
+        Samples tokenized, then samples searched (a new total starts each step).
     log : callable, optional
         Receives one line of text as each step (read, tokenize, search) starts.
     max_line_bytes : int, optional
         Longest line of a file input (default 64 MiB).
+    read_progress : bool or callable f(bytes_read, file_size), default False
+        Progress of reading each file input.
 
     Returns
     -------
@@ -318,14 +322,16 @@ def scan(
     if log is not None and not callable(log):
         raise TypeError(f"log must be callable or None, got {type_name(log)}")
     say = log or (lambda _msg: None)
+    check_progress(progress)
+    check_progress(read_progress)
     nt = effective_n_threads(n_threads)
     say("read: " + ("eval" if train is None else "train and eval"))
     rlabels = None
     if train is not None:
         rcols, rtable, rnames, rlabels = _read_source(train, "train", fields, fmt, turns,
-                                                      max_line_bytes)
+                                                      max_line_bytes, read_progress)
     qcols, qtable, qnames, qlabels = _read_source(queries, "queries", fields, fmt, turns,
-                                                  max_line_bytes)
+                                                  max_line_bytes, read_progress)
     if train is not None and fields is None and rnames and qnames and rnames != qnames:
         raise ValueError(f"eval compares {', '.join(qnames)} but train {', '.join(rnames)} "
                          "(inferred); name the compared columns with --fields (fields=)")
@@ -341,13 +347,15 @@ def scan(
         else:
             group_values, by_name = by, "group"
     say("tokenize: eval" + ("" if train is None else " and train"))
-    q = tokenize_fields(qcols, "queries", tokenizer=tokenizer, ngram=ngram, n_threads=nt)
+    q = tokenize_fields(qcols, "queries", tokenizer=tokenizer, ngram=ngram, n_threads=nt,
+                        progress=progress)
     names = tuple(qnames) if qnames else _field_names(qcols, len(q))
     texts = _texts_of(qcols)
     if train is None:
         r, rtexts, rtable = q, texts, None
     else:
-        r = tokenize_fields(rcols, "train", tokenizer=tokenizer, ngram=ngram, n_threads=nt)
+        r = tokenize_fields(rcols, "train", tokenizer=tokenizer, ngram=ngram, n_threads=nt,
+                            progress=progress)
         rtexts = _texts_of(rcols)
         if len(q) != len(r):
             raise ValueError(f"queries has {len(q)} field(s) but train has {len(r)}; "
