@@ -56,6 +56,21 @@ def _indptr(lengths: np.ndarray) -> np.ndarray:
     return indptr
 
 
+def stacked_indptr(indptrs: Sequence[np.ndarray]) -> np.ndarray:
+    """The row boundaries of several row blocks laid one after the other.
+
+    Each ``indptrs[k]`` starts at 0 and ends at its block's value count.
+    """
+    shifts = np.cumsum([0] + [int(ip[-1]) for ip in indptrs[:-1]])
+    return np.concatenate([np.zeros(1, dtype=np.int64)]
+                          + [ip[1:] + s for ip, s in zip(indptrs, shifts)]).astype(np.int64)
+
+
+def _row_at(offsets: np.ndarray, p: int) -> int:
+    """The row that holds value position ``p``."""
+    return int(np.searchsorted(offsets, p, side="right")) - 1
+
+
 # ------------------------------------------------------------- per row
 def row_ids(seq: Any, i: int) -> np.ndarray:
     """One row ``sequences[i]`` as uint64, with every check of the original path."""
@@ -230,9 +245,7 @@ def arrow_ids(col: Any, name: str) -> tuple[np.ndarray, np.ndarray]:
             return _empty()
         if len(parts) == 1:
             return parts[0]
-        starts = np.cumsum([0] + [p[0].shape[0] for p in parts[:-1]])
-        indptr = np.concatenate([[0]] + [p[1][1:] + s for p, s in zip(parts, starts)])
-        return np.concatenate([p[0] for p in parts]), indptr.astype(np.int64, copy=False)
+        return np.concatenate([p[0] for p in parts]), stacked_indptr([p[1] for p in parts])
     if kind not in _ARROW_LISTS:
         raise TypeError(
             f"{name} must be an Arrow ListArray, LargeListArray, FixedSizeListArray or a "
@@ -264,13 +277,11 @@ def _arrow_list(arr: Any, name: str, base: int) -> tuple[np.ndarray, np.ndarray]
         values = arr.values.slice(first, last - first)  # .values ignores the slice
         offsets = offsets.astype(np.int64) - first if first else offsets.astype(np.int64)
     if values.null_count:
-        p = int(np.argmax(values.is_null().to_numpy(zero_copy_only=False)))
-        row = int(np.searchsorted(offsets, p, side="right")) - 1
+        row = _row_at(offsets, int(np.argmax(values.is_null().to_numpy(zero_copy_only=False))))
         raise ValueError(f"{name}[{base + row}] holds a null id")
     vals = values.to_numpy(zero_copy_only=True)
     if vals.dtype.kind == "i" and vals.size and vals.min() < 0:
-        p = int(np.argmax(vals < 0))
-        row = int(np.searchsorted(offsets, p, side="right")) - 1
+        row = _row_at(offsets, int(np.argmax(vals < 0)))
         low = int(vals[offsets[row]:offsets[row + 1]].min())
         raise ValueError(f"{name}[{base + row}] holds a negative id ({low}); ids must be >= 0")
     return _as_u64(vals), offsets
@@ -300,7 +311,7 @@ def flat_ids(values: Any, offsets: Any) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"offsets must be non-decreasing; they fall at row {row}")
     if v.dtype.kind == "i" and v.size and v.min() < 0:
         p = int(np.argmax(v < 0))
-        row = int(np.searchsorted(ip, p, side="right")) - 1
+        row = _row_at(ip, p)
         raise ValueError(
             f"values holds a negative id ({int(v[p])}) at position {p}, in row {row}; "
             "ids must be >= 0"

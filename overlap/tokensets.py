@@ -355,9 +355,7 @@ class TokenSets:
         seed = check_seed(seed)
         nt = threads_for(len(sequences), effective_n_threads(n_threads), 2048)
         ids, indptr = _ids.sequences_ids(sequences)
-        raw = _tokenize.hash_ids(ids, seed, nt)
-        prov = Provenance("ids", None, ngram, multiset, seed, HASH_VERSION)
-        return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
+        return cls._from_id_rows(ids, indptr, ngram, multiset, nt, seed)
 
     @classmethod
     def from_flat_ids(
@@ -394,6 +392,12 @@ class TokenSets:
         seed = check_seed(seed)
         ids, indptr = _ids.flat_ids(values, offsets)
         nt = threads_for(indptr.shape[0] - 1, effective_n_threads(n_threads), 2048)
+        return cls._from_id_rows(ids, indptr, ngram, multiset, nt, seed)
+
+    @classmethod
+    def _from_id_rows(cls, ids: np.ndarray, indptr: np.ndarray, ngram: int, multiset: bool,
+                      nt: int, seed: int) -> TokenSets:
+        """Hash checked uint64 ids and make the rows ``indptr`` bounds into token sets."""
         raw = _tokenize.hash_ids(ids, seed, nt)
         prov = Provenance("ids", None, ngram, multiset, seed, HASH_VERSION)
         return cls._trusted(*_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt), prov)
@@ -568,8 +572,7 @@ def _text_chunks(items: list, budget: int) -> list[tuple[int, int]]:
 
 def _concat_rows(parts: list, multiset: bool) -> tuple:
     """One ``(indptr, hashes, counts)`` of several, rows one after the other."""
-    starts = np.cumsum([0] + [p[1].shape[0] for p in parts[:-1]])
-    indptr = np.concatenate([parts[0][0][:1]] + [p[0][1:] + o for p, o in zip(parts, starts)])
+    indptr = _ids.stacked_indptr([p[0] for p in parts])
     hashes = np.concatenate([p[1] for p in parts])
     counts = np.concatenate([p[2] for p in parts]) if multiset else None
     return indptr, hashes, counts

@@ -128,16 +128,17 @@ def _fspath(path: Any, name: str) -> str:
     return p
 
 
-def temporary_name(path: str | os.PathLike) -> str:
+def temporary_name(path: str | os.PathLike, kind: str = "partial") -> str:
     """A fresh hidden name next to ``path`` that keeps its extension.
 
     ``out/scores.csv`` -> ``out/.scores.partial-1a2b3c4d.csv``: same folder (so the
     final rename is atomic), same extension (so format inference still works).
+    ``kind`` names what the file is (``replaced``: an old output moved aside).
     """
     p = os.fspath(path)
     folder, base = os.path.split(p)
     stem, ext = os.path.splitext(base)
-    return os.path.join(folder, f".{stem}.partial-{secrets.token_hex(4)}{ext}")
+    return os.path.join(folder, f".{stem}.{kind}-{secrets.token_hex(4)}{ext}")
 
 
 @contextlib.contextmanager
@@ -391,7 +392,7 @@ class Outputs:
                     _keep_mode(tmp, real)
                     aside = None
                     if os.path.lexists(real):
-                        aside = temporary_name(real).replace(".partial-", ".replaced-")
+                        aside = temporary_name(real, "replaced")
                         os.replace(real, aside)
                     moved.append((real, aside))
                     try:
