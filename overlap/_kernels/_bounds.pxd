@@ -1,0 +1,275 @@
+# Every threshold <-> count bound of the kernels, once, for every set measure.
+#
+# A measure scores a pair from integers: i = |u ∩ v| (for bags, the sum of the
+# smaller counts), a = |u| (the query, or left side) and b = |v| (the
+# reference, or right side).  Its score is one float64 expression (the table
+# of the specification, reproduced in ``score``), and a threshold decision is
+# that value compared with the threshold (``>=``).
+#
+# The kernels prune with questions about that expression: which reference
+# sizes can still reach a cut, how many shared tokens a pair needs, how large a
+# reference may be when only ``rest`` query tokens are left to share, how many
+# signature bits two rows may differ by.  Each question is answered here from
+# ``score`` itself: a closed-form guess per measure, then corrected step by
+# step with ``score``'s own float comparisons, so an answer is exactly the set
+# of integers whose float score passes, never off by one.  The guesses only
+# make the corrections short (one or two steps); they never decide.
+#
+# The facts the answers rest on, for sizes a, b >= 1 (each checked
+# exhaustively for small sizes by tests/test_bounds.py):
+#
+# * ``score`` is non-decreasing in i (its float expression is a monotone
+#   rounding of a real function increasing in i);
+# * the best score sizes a and b allow, ``score(min(a, b), a, b)``, is
+#   non-decreasing in b up to b = a and non-increasing after (for ``overlap``
+#   and ``containment`` it stays 1.0 after b = a): the sizes that can reach a
+#   cut form one interval around a;
+# * with at most ``rest`` query tokens left to share, the best score against
+#   size z, ``score(min(rest, z), a, z)``, peaks at z = rest and does not grow
+#   after it;
+# * two rows whose bit signatures differ in d bits have at least d tokens in
+#   their symmetric difference, so i <= (a + b - d) / 2.
+
+from libc.stdint cimport int64_t
+from libc.math cimport sqrt, INFINITY
+
+cdef enum Measure:
+    DICE = 0          # 2.0*i/(a+b)
+    JACCARD = 1       # i/(a+b-i)
+    COSINE = 2        # i/sqrt(a*b)
+    OVERLAP = 3       # i/min(a,b)
+    CONTAINMENT = 4   # i/a: how much of the query lies inside the reference
+
+cdef enum:
+    N_MEASURES = 5
+    # "No upper limit" for a size: sizes are int32 in the indexes.
+    NO_SIZE_LIMIT = 2147483647
+    # A count no pair reaches (need_count's answer past a + b); above every
+    # row mass (< 2**COUNT_BITS) and still an int32.
+    NEVER = 2147483647
+
+
+cdef inline double extended_score(int m, int64_t i, int64_t a, int64_t b) noexcept nogil:
+    """The measure's float64 expression for a count i >= 1, also beyond min(a, b).
+
+    Past min(a, b) the count is not a real intersection; the value there only
+    serves ``need_count``, which may answer a count above min(a, b) to say "no
+    pair of these sizes reaches the threshold".  A zero denominator reads as
+    +inf.
+    """
+    cdef double den
+    cdef double num = <double>i
+    if m == DICE:
+        num = 2.0 * num
+        den = <double>(a + b)
+    elif m == JACCARD:
+        den = <double>(a + b - i)
+    elif m == COSINE:
+        den = sqrt(<double>a * <double>b)
+    elif m == OVERLAP:
+        den = <double>(a if a < b else b)
+    else:
+        den = <double>a
+    if den <= 0.0:
+        return INFINITY
+    return num / den
+
+
+cdef inline double score(int m, int64_t i, int64_t a, int64_t b) noexcept nogil:
+    """The measure's score of a pair: 0.0 when i = 0 (so for empty sets too)."""
+    if i <= 0:
+        return 0.0
+    return extended_score(m, i, a, b)
+
+
+cdef inline double best_score(int m, int64_t a, int64_t b) noexcept nogil:
+    """The highest score two rows of sizes a and b can have (they share min(a, b))."""
+    return score(m, a if a < b else b, a, b)
+
+
+cdef inline bint passes_length(int m, int64_t a, int64_t b, double cut) noexcept nogil:
+    """The length filter: can rows of sizes a and b reach ``cut`` at all?"""
+    return best_score(m, a, b) >= cut
+
+
+cdef inline double count_guess(int m, double cut, int64_t a, int64_t b) noexcept nogil:
+    """The real count at which the measure's real-valued score reaches ``cut``."""
+    if m == DICE:
+        return cut * <double>(a + b) * 0.5
+    if m == JACCARD:
+        return cut * <double>(a + b) / (1.0 + cut)
+    if m == COSINE:
+        return cut * sqrt(<double>a * <double>b)
+    if m == OVERLAP:
+        return cut * <double>(a if a < b else b)
+    return cut * <double>a
+
+
+cdef inline int64_t need_count(int m, double cut, int64_t a, int64_t b) noexcept nogil:
+    """The smallest count c >= 1 whose score against sizes a, b is >= ``cut``.
+
+    An answer above min(a, b) means no pair of these sizes reaches ``cut``; it
+    is then the count the measure's expression would need (``NEVER`` past
+    a + b), which still grows with b, so it bounds a block of larger sizes.
+    """
+    cdef double g
+    cdef int64_t c, top = a + b
+    if cut <= 0.0:
+        return 1
+    g = count_guess(m, cut, a, b)
+    if g >= <double>top:
+        c = top
+    else:
+        c = <int64_t>g
+    if c < 1:
+        c = 1
+    while c > 1 and extended_score(m, c - 1, a, b) >= cut:
+        c -= 1
+    while c <= top and extended_score(m, c, a, b) < cut:
+        c += 1
+    return c if c <= top else NEVER
+
+
+cdef inline int64_t loose_need(int m, double cut, int64_t a, int64_t b) noexcept nogil:
+    """A cheap lower bound of ``need_count`` (never above it) for early exits.
+
+    The merge of two rows stops once its count plus what is left cannot
+    reach this; a bound below the exact count only stops later.
+    """
+    cdef int64_t c
+    if cut <= 0.0:
+        return 0
+    c = <int64_t>count_guess(m, cut, a, b) - 1
+    return c if c > 0 else 0
+
+
+cdef inline void size_window(int m, int64_t q, double cut, int64_t* lo,
+                             int64_t* hi) noexcept nogil:
+    """Reference sizes [lo, hi] that pass the length filter against query size q.
+
+    Exactly the sizes ``passes_length`` accepts; lo > hi when there is none,
+    hi = NO_SIZE_LIMIT when there is no upper limit.
+    """
+    cdef double guess
+    cdef int64_t top = NO_SIZE_LIMIT
+    if cut <= 0.0:
+        lo[0] = 0
+        hi[0] = top
+        return
+    if q <= 0 or not passes_length(m, q, q, cut):
+        lo[0] = 1
+        hi[0] = 0
+        return
+    if m == DICE:
+        guess = cut * <double>q / (2.0 - cut)
+    elif m == COSINE:
+        guess = cut * cut * <double>q
+    elif m == OVERLAP:
+        guess = 1.0
+    else:
+        guess = cut * <double>q
+    lo[0] = <int64_t>guess if guess < <double>q else q
+    while lo[0] > 0 and passes_length(m, q, lo[0] - 1, cut):
+        lo[0] -= 1
+    while lo[0] < q and not passes_length(m, q, lo[0], cut):
+        lo[0] += 1
+    if m == OVERLAP or m == CONTAINMENT:
+        hi[0] = top      # a larger reference still holds the whole query
+        return
+    if m == DICE:
+        guess = (2.0 - cut) * <double>q / cut
+    elif m == JACCARD:
+        guess = <double>q / cut
+    else:
+        guess = <double>q / (cut * cut)
+    hi[0] = top if guess >= <double>top else <int64_t>guess
+    if hi[0] < q:
+        hi[0] = q
+    while hi[0] > q and not passes_length(m, q, hi[0], cut):
+        hi[0] -= 1
+    while hi[0] < top and passes_length(m, q, hi[0] + 1, cut):
+        hi[0] += 1
+
+
+cdef inline double rest_score(int m, int64_t q, int64_t rest, int64_t z) noexcept nogil:
+    """The best score against a size-z reference when at most ``rest`` query
+    tokens are left to share."""
+    return score(m, rest if rest < z else z, q, z)
+
+
+cdef inline double peak_rest_score(int m, int64_t q, int64_t rest) noexcept nogil:
+    """The best score any reference can reach sharing at most ``rest`` of the
+    query's q tokens (``rest_score`` peaks at z = rest)."""
+    return score(m, rest, q, rest)
+
+
+cdef inline bint rest_caps_window(int m, int64_t q, int64_t rest, double cut,
+                                  int64_t* zhi) noexcept nogil:
+    """Lower zhi to the largest size z <= zhi whose ``rest_score`` reaches ``cut``
+    (-1: none); True when it moved."""
+    cdef double guess
+    cdef int64_t z, peak
+    if cut <= 0.0 or zhi[0] < 0:
+        return False
+    peak = rest if rest < zhi[0] else zhi[0]
+    if rest_score(m, q, rest, peak) < cut:
+        zhi[0] = -1
+        return True
+    if peak == zhi[0] or rest_score(m, q, rest, zhi[0]) >= cut:
+        return False
+    # rest < z <= zhi, where rest_score(z) = score(rest, q, z) does not grow
+    if m == DICE:
+        guess = 2.0 * <double>rest / cut - <double>q
+    elif m == JACCARD:
+        guess = <double>rest / cut - <double>q + <double>rest
+    elif m == COSINE:
+        guess = <double>rest * <double>rest / (cut * cut * <double>q)
+    elif m == OVERLAP:
+        guess = <double>rest / cut
+    else:
+        guess = <double>rest    # containment: rest/q is flat in z, and failed at zhi
+    if guess >= <double>zhi[0]:
+        z = zhi[0] - 1
+    elif guess <= <double>rest:
+        z = rest
+    else:
+        z = <int64_t>guess
+    while z + 1 < zhi[0] and rest_score(m, q, rest, z + 1) >= cut:
+        z += 1
+    while z > rest and rest_score(m, q, rest, z) < cut:
+        z -= 1
+    zhi[0] = z
+    return True
+
+
+cdef inline int max_differing_bits(int m, int64_t q, int64_t z, double cut,
+                                   int bits) noexcept nogil:
+    """The most signature bits (of ``bits``) in which rows of sizes q and z may
+    differ and still reach ``cut`` (-1: they cannot reach it at all).
+
+    d differing bits leave at most (q + z - d) / 2 shared tokens, so a match
+    needs q + z - d >= 2 * need_count.
+    """
+    cdef int64_t need, d
+    if cut <= 0.0:
+        return bits
+    need = need_count(m, cut, q, z)
+    if need > (q if q < z else z):
+        return -1
+    d = q + z - 2 * need
+    return <int>(d if d < bits else bits)
+
+
+cdef inline int window_differing_bits(int m, int64_t q, int64_t zhi,
+                                      double cut, int bits) noexcept nogil:
+    """The most differing bits any size up to the window top zhi allows
+    (``bits`` when the window has no upper limit).
+
+    ``max_differing_bits`` is q + z - 2 * need_count.  At the top of a finite
+    window (dice, jaccard, cosine) the needed count is q itself, and the
+    needed count falls at most half as fast as z below it, so no size in the
+    window allows more bits than zhi does.
+    """
+    if zhi >= NO_SIZE_LIMIT:
+        return bits
+    return max_differing_bits(m, q, zhi, cut, bits)
