@@ -89,6 +89,21 @@ def test_score_is_the_specified_expression_and_grows_with_the_count(measure):
         assert np.all(np.diff(row[q:]) <= 0.0)
 
 
+@pytest.mark.parametrize("measure", MEASURES)
+def test_product_form_never_prunes_a_pair_that_reaches_the_threshold(measure):
+    """``may_reach`` with the pruning cut passes every count whose score reaches
+    the threshold, and passes nothing far below it."""
+    i, a, b = np.meshgrid(np.arange(1, 33), np.arange(1, 33), np.arange(1, 33), indexing="ij")
+    keep = i <= np.minimum(a, b)
+    i, a, b = i[keep], a[keep], b[keep]
+    s = score_ref(measure, i, a, b)
+    for t in np.ascontiguousarray(THRESHOLDS[::4]):
+        cut = bounds.prune_cut(np.full(i.size, t))
+        ok = bounds.may_reach(measure, i, a, b, cut)
+        assert ok[s >= t].all(), t
+        assert (s[ok] >= t * (1 - 1e-9)).all(), t
+
+
 def need_ref(measure: str, cut: np.ndarray, a: int, b: int) -> np.ndarray:
     """Smallest c in 1..min(a, b) with score >= cut; min(a, b) + 1 when none."""
     c = np.arange(1, min(a, b) + 1)

@@ -92,6 +92,31 @@ cdef inline bint passes_length(int m, int64_t a, int64_t b, double cut) noexcept
     return best_score(m, a, b) >= cut
 
 
+cdef inline double prune_cut(double threshold) noexcept nogil:
+    """The cut the kernels prune with: the threshold lowered by a relative
+    1e-12, so that a product-form test (``may_reach``) rounding the other way
+    never prunes a pair whose score equals the threshold."""
+    return threshold * (1.0 - 1e-12)
+
+
+cdef inline bint may_reach(int m, int64_t c, int64_t a, int64_t b, double cut) noexcept nogil:
+    """Can a count c against sizes a, b reach ``cut``?  The division-free form of
+    ``score(c, a, b) >= cut`` for hot loops.
+
+    It may round differently from ``score`` in the last bit, so it prunes only
+    with a ``prune_cut``: every pair whose score reaches the threshold passes.
+    """
+    if m == DICE:
+        return 2.0 * <double>c >= cut * <double>(a + b)
+    if m == JACCARD:
+        return <double>c >= cut * <double>(a + b - c)
+    if m == COSINE:
+        return <double>c * <double>c >= cut * cut * (<double>a * <double>b)
+    if m == OVERLAP:
+        return <double>c >= cut * <double>(a if a < b else b)
+    return <double>c >= cut * <double>a
+
+
 cdef inline double count_guess(int m, double cut, int64_t a, int64_t b) noexcept nogil:
     """The real count at which the measure's real-valued score reaches ``cut``."""
     if m == DICE:

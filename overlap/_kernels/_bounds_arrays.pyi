@@ -33,3 +33,11 @@ def max_differing_bits(
 def window_differing_bits(
     measure: str, q: NDArray[np.int64], zhi: NDArray[np.int64], cut: NDArray[np.float64], bits: int
 ) -> NDArray[np.int64]: ...
+def prune_cut(threshold: NDArray[np.float64]) -> NDArray[np.float64]: ...
+def may_reach(
+    measure: str,
+    c: NDArray[np.int64],
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    cut: NDArray[np.float64],
+) -> NDArray[np.bool_]: ...

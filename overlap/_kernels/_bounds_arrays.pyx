@@ -14,7 +14,7 @@ from overlap._kernels._bounds cimport (
     N_MEASURES, NO_SIZE_LIMIT, NEVER, score as c_score, need_count as c_need_count,
     loose_need as c_loose_need, size_window as c_size_window,
     rest_caps_window as c_rest_caps_window, max_differing_bits as c_max_differing_bits,
-    peak_rest_score as c_peak_rest_score, window_differing_bits as c_window_differing_bits,
+    peak_rest_score as c_peak_rest_score, may_reach as c_may_reach, prune_cut as c_prune_cut, window_differing_bits as c_window_differing_bits,
 )
 
 #: The measures, in the order of the ``Measure`` enum of ``_bounds.pxd``.
@@ -129,4 +129,27 @@ def window_differing_bits(measure, const int64_t[::1] q,
     with nogil:
         for k in range(n):
             o[k] = c_window_differing_bits(m, q[k], zhi[k], cut[k], bits)
+    return out
+
+
+def prune_cut(const double[::1] threshold):
+    """``prune_cut`` of each threshold."""
+    cdef Py_ssize_t k, n = threshold.shape[0]
+    out = np.empty(n, dtype=np.float64)
+    cdef double[::1] o = out
+    for k in range(n):
+        o[k] = c_prune_cut(threshold[k])
+    return out
+
+
+def may_reach(measure, const int64_t[::1] c, const int64_t[::1] a, const int64_t[::1] b,
+              const double[::1] cut):
+    """``may_reach`` for each (c, a, b, cut)."""
+    cdef int m = measure_code(measure)
+    cdef Py_ssize_t k, n = c.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    cdef unsigned char[::1] o = out.view(np.uint8)
+    with nogil:
+        for k in range(n):
+            o[k] = c_may_reach(m, c[k], a[k], b[k], cut[k])
     return out
