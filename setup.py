@@ -1,8 +1,8 @@
 """Build the Cython kernels of overlap-metrics.
 
-Every ``*.pyx`` file under ``overlap/`` and ``metrics/`` becomes one extension
-module.  OpenMP is found by compiling and linking a tiny program; without it the
-build warns loudly and the kernels run serially (the modules still import).
+Every ``*.pyx`` file in ``overlap/``, ``overlap/_kernels/`` and ``metrics/``
+becomes one extension module.  OpenMP is found by compiling and linking a tiny
+program; without it the build warns loudly and the kernels run serially (the modules still import).
 
 Environment variables
 ---------------------
@@ -53,7 +53,9 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = Path(__file__).resolve().parent
-PACKAGES = ("overlap", "metrics")
+#: The folders whose .pyx files are compiled (each a package: a module's name is
+#: its path with dots); their .pxd and .h files are the modules' shared inputs.
+PACKAGES = ("overlap", "overlap/_kernels", "metrics")
 
 
 def _truthy(name: str) -> bool:
@@ -236,7 +238,7 @@ def extensions() -> list[Extension]:
     fresh, stale, prints = [], [], {}
     for pkg in PACKAGES:
         for pyx in sorted((HERE / pkg).glob("*.pyx")):
-            name = f"{pkg}.{pyx.stem}"
+            name = f"{pkg.replace('/', '.')}.{pyx.stem}"
             if only and not any(name.startswith(p.strip()) for p in only):
                 continue
             c_file = pyx.with_suffix(".c")
@@ -252,7 +254,7 @@ def extensions() -> list[Extension]:
             ext = Extension(
                 name,
                 [os.path.relpath(source, HERE)],
-                include_dirs=[np.get_include()],
+                include_dirs=[np.get_include(), str(pyx.parent)],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 depends=header_depends(pkg),
             )

@@ -29,7 +29,8 @@ from numpy.testing import assert_array_equal
 
 import overlap
 
-from overlap import _bitslice, _bitslice_index
+from overlap import _bitslice_index
+from overlap._kernels import _bitslice
 
 from ._peers import SparseBruteForce, topn_dot
 from .conftest import THREADS, describe, run_once

@@ -17,7 +17,8 @@ import threading
 
 import numpy as np
 
-from . import _bitslice, _index, _search
+from . import _index
+from ._kernels import _bitslice, _collection
 
 #: ``None`` chooses by cost; ``"bitslice"`` or ``"postings"`` forces a path
 #: wherever the bit-sliced kernel supports the call (tests run both).  The
@@ -93,7 +94,7 @@ def build(fields: tuple, n_threads: int = 1) -> _bitslice.BitsliceIndex:
     flat_sizes = joined([ts.sizes for ts in fields], np.int64)  # field after field
     # renumber by size: field 0, then the others, then the original index
     # (stable counting sorts, one a field)
-    order = _search.size_order(flat_sizes, nf, n)
+    order = _collection.size_order(flat_sizes, nf, n)
     rank = np.empty(n, dtype=np.int32)
     rank[order] = np.arange(n, dtype=np.int32)
     zs = np.minimum(flat_sizes.reshape(nf, n)[:, order], _INT32_MAX).astype(np.int32)

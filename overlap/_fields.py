@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._search import MAX_FIELDS
+from ._kernels._collection import MAX_FIELDS
 from ._validation import type_name
 from .tokensets import TokenSets
 

@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _search
+from ._kernels import _collection, _postings, _postings_search, _vocab
 from ._order import count_key_order
 
 #: Stored tokens (all fields) from which the fields' vocabularies are built side
@@ -28,7 +28,7 @@ def renumbered(n_rows: int) -> bool:
     Rows of one size then sit side by side in every array a search reads
     (postings, records, the rows themselves), and the self-join's queries
     come in size order too.  The results do not change (the kernels report
-    the caller's ids, see ``_search.Collection``); the renumbered rows are a
+    the caller's ids, see ``_collection.Collection``); the renumbered rows are a
     copy of the tokens, which pays on large sets only.  On the generated 1M
     bench set (``bench/test_bench_scale.py``) the self-join at 0.8, index
     build included, took 2.74-3.90 s renumbered against 3.40-4.97 as stored
@@ -38,29 +38,29 @@ def renumbered(n_rows: int) -> bool:
     return n_rows >= RENUMBER_MIN_ROWS
 
 
-def collection(fields: tuple, by_size: bool = False, n_threads: int = 1) -> _search.Collection:
+def collection(fields: tuple, by_size: bool = False, n_threads: int = 1) -> _collection.Collection:
     """Concatenate aligned fields into one flat Collection (fingerprints on first use).
 
-    ``by_size``: the rows renumbered by their sizes (``_search.size_order``),
-    copied in that order (``_search.gather_field``, on ``n_threads``), with
+    ``by_size``: the rows renumbered by their sizes (``_collection.size_order``),
+    copied in that order (``_collection.gather_field``, on ``n_threads``), with
     their own ids kept as the Collection's ``ids``.
     """
     n = len(fields[0])
     nf = len(fields)
     multiset = fields[0].multiset
     if by_size:
-        order = _search.size_order(np.concatenate([ts.sizes for ts in fields]), nf, n)
+        order = _collection.size_order(np.concatenate([ts.sizes for ts in fields]), nf, n)
         total = sum(ts.nnz for ts in fields)
         h = np.empty(total, dtype=np.uint64)
         c = np.empty(total, dtype=np.uint32) if multiset else _EMPTY_U32
         ips, pos = [], 0
         for ts in fields:
-            ips.append(_search.gather_field(ts.indptr, ts.hashes,
+            ips.append(_collection.gather_field(ts.indptr, ts.hashes,
                                             ts.counts if multiset else _EMPTY_U32, order, h, c,
                                             pos, n_threads))
             pos += ts.nnz
         sz = np.concatenate([ts.sizes[order] for ts in fields])
-        return _search.Collection(np.concatenate(ips), h, c, sz, nf, n, multiset, ids=order)
+        return _collection.Collection(np.concatenate(ips), h, c, sz, nf, n, multiset, ids=order)
     if nf == 1:
         ip = fields[0].indptr
         h = fields[0].hashes
@@ -72,12 +72,12 @@ def collection(fields: tuple, by_size: bool = False, n_threads: int = 1) -> _sea
         h = np.concatenate([ts.hashes for ts in fields])
         c = np.concatenate([ts.counts for ts in fields]) if multiset else _EMPTY_U32
         sz = np.concatenate([ts.sizes for ts in fields])
-    return _search.Collection(ip, h, c, sz, nf, n, multiset)
+    return _collection.Collection(ip, h, c, sz, nf, n, multiset)
 
 
 def reference_index(
-    fields: tuple, coll: _search.Collection, n_threads: int = 1
-) -> _search.ReferenceIndex:
+    fields: tuple, coll: _collection.Collection, n_threads: int = 1
+) -> _postings_search.ReferenceIndex:
     """Inverted index of every field, laid out for prefix and positional filtering.
 
     Tokens are ranked by document frequency (rarest first, ties by hash); the
@@ -85,7 +85,7 @@ def reference_index(
     reference ``r`` for token ``t`` stores ``|r|`` and ``e``: the mass of the
     tokens of ``r`` ranked at or after ``t`` (``t`` included).  Entries of one
     token are sorted by size, then ``e`` descending, then reference (see
-    ``_search.build_postings``), so a query reads a size range and stops early
+    ``_postings.build_postings``), so a query reads a size range and stops early
     inside each size.
 
     Memory is linear in the number of stored tokens.
@@ -120,11 +120,11 @@ def reference_index(
     if nv_total:
         np.cumsum(np.concatenate(dfs), out=pptr[1:])
     rank = np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64)
-    entries, psuf, pcnt, maxe = _search.build_postings(
+    entries, psuf, pcnt, maxe = _postings.build_postings(
         coll, inverse, rank, pptr, max_row(fields) if n else 0, n_threads
     )
     del inverse
-    return _search.ReferenceIndex(
+    return _postings_search.ReferenceIndex(
         coll,
         np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
         np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
@@ -149,7 +149,7 @@ def max_mass(fields: tuple) -> int:
     return int(max((int(ts.sizes.max()) if len(ts) else 0) for ts in fields))
 
 
-def stored_hashes(coll: _search.Collection) -> list:
+def stored_hashes(coll: _collection.Collection) -> list:
     """Every field's hashes as ``coll`` stores them (its rows' order), one array a field."""
     ip, h, _, _ = coll.arrays
     n = coll.n_rows
@@ -157,7 +157,7 @@ def stored_hashes(coll: _search.Collection) -> list:
 
 
 def vocabularies(hashes: list, n_threads: int = 1, out: np.ndarray | None = None) -> list:
-    """``_search.vocab_table`` of every field's hashes (ids from 0 in each field).
+    """``_vocab.vocab_table`` of every field's hashes (ids from 0 in each field).
 
     ``hashes``: one uint64 array a field (``ts.hashes``, or ``stored_hashes``
     of a Collection).  Each item is ``(keys, inverse, tkeys, tids, df)``.
@@ -177,7 +177,7 @@ def vocabularies(hashes: list, n_threads: int = 1, out: np.ndarray | None = None
     each = max(1, n_threads // side)
 
     def one(f: int):
-        return _search.vocab_table(hashes[f], slices[f], each)
+        return _vocab.vocab_table(hashes[f], slices[f], each)
 
     if side > 1:
         with ThreadPoolExecutor(side) as pool:

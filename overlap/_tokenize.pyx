@@ -12,9 +12,10 @@ from cython.parallel cimport prange
 from libc.stdint cimport uint64_t, int64_t, uint32_t, uint8_t, uintptr_t
 
 
-from overlap._sets cimport (
-    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step, sort_u64,
+from overlap._kernels._hash cimport (
+    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step,
 )
+from overlap._kernels._sort cimport sort_u64
 
 cnp.import_array()
 

@@ -4,7 +4,7 @@ Checks run in the Python layer before any kernel, never modify their inputs, and
 name the argument that was wrong together with what was expected and what came.
 
 A leaf module: it imports nothing from ``overlap`` (checks of TokenSets fields
-live in ``overlap._fields``; the kernels' limits come from ``overlap._search``).
+live in ``overlap._fields``; the kernels' limits come from ``overlap._kernels._collection``).
 """
 
 from __future__ import annotations

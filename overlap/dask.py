@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _search
+from ._kernels import _pairs
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
@@ -266,7 +266,7 @@ def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress)
               np.ascontiguousarray(c, dtype=np.float64)) for a, b, c in client.gather(futures)]
     # the shards' pairs in (left, right) order, as the local join orders its
     # chunks' (indices checked against both sides on the way)
-    return JoinResult(*_search.sorted_pairs(parts, len(lfields[0]), n,
+    return JoinResult(*_pairs.sorted_pairs(parts, len(lfields[0]), n,
                                             effective_n_threads(n_threads)))
 
 

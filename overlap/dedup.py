@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _dedup, _index, _search
+from . import _dedup, _index
+from ._kernels import _collection
 from ._progress import ProgressArg, check_progress
 from ._threads import effective_n_threads
 from ._fields import as_fields
@@ -181,7 +182,7 @@ def exact_duplicates(units: Fields, *, n_threads: int | None = None) -> np.ndarr
     for ts in fields:
         a, b = ts.take(m_idx), ts.take(h_idx)
         sa, sb = a.sizes, b.sizes
-        r = _search.pair_ratios(_index.collection((a,)), _index.collection((b,)), nt)
+        r = _collection.pair_ratios(_index.collection((a,)), _index.collection((b,)), nt)
         same &= (sa == sb) & ((sa == 0) | (r == 1.0))
     label[m_idx[same]] = h_idx[same]
     if not same.all():  # fingerprint collision: settle those runs exactly

@@ -10,11 +10,12 @@ from typing import Union
 
 import numpy as np
 
-from . import _bitslice_index, _index, _search
+from . import _bitslice_index, _index
+from ._kernels import _collection, _pairs, _postings_search, _runner
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
-from ._search import MAX_QUERY_TOKENS, MAX_ROW_MASS
+from ._kernels._collection import MAX_QUERY_TOKENS, MAX_ROW_MASS
 from ._validation import MAX_C_INT, check_int, check_unit_interval
 from .tokensets import TokenSets
 
@@ -195,16 +196,16 @@ class OverlapIndex:
         # large reference sets are renumbered by size (see _index.renumbered);
         # the results are the same
         self._renumbered = _index.renumbered(len(fields[0]))
-        self._collection: _search.Collection | None = None
+        self._collection: _collection.Collection | None = None
         self._build_threads = nt
-        self._postings: _search.ReferenceIndex | None = None
+        self._postings: _postings_search.ReferenceIndex | None = None
         self._postings_lock = threading.Lock()
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)
         self._bitslice = _bitslice_index.LazyBitslice(fields, nt)
 
     @property
-    def _coll(self) -> _search.Collection:
+    def _coll(self) -> _collection.Collection:
         """The references as one flat Collection (what the postings kernel reads),
         made on first use: a one-shot search that the bit-sliced kernel answers
         never copies the fields into it."""
@@ -216,7 +217,7 @@ class OverlapIndex:
         return self._collection
 
     @property
-    def _index(self) -> _search.ReferenceIndex:
+    def _index(self) -> _postings_search.ReferenceIndex:
         """The postings index, built on first use (once, whatever the callers' threads)."""
         if self._postings is None:
             coll = self._coll
@@ -303,7 +304,7 @@ class OverlapIndex:
             qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",
                                                                     self._name, nt, checked)
             # the chunks' calls share their per-thread scratch
-            pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, top_k)
+            pool = _runner.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, top_k)
 
             def run(start: int, stop: int, threads: int) -> None:
                 self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row,
@@ -336,14 +337,14 @@ class OverlapIndex:
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
         parts = []
         # the chunks' calls share their per-thread scratch
-        pool = _search.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, 1)
+        pool = _runner.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, 1)
 
         def run(start: int, stop: int, threads: int) -> None:
             parts.append(self._index.join(qcoll, start, stop, threshold, upper, max_row,
                                           max_mass, threads, pool))
 
         _run_chunks(run, work, nt, progress, "overlap_join")
-        return JoinResult(*_search.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
+        return JoinResult(*_pairs.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
 
 
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
@@ -390,7 +391,7 @@ def ratio(a: Fields, b: Fields, *, n_threads: int | None = None) -> np.ndarray:
     if len(fa[0]) != len(fb[0]):
         raise ValueError(f"a and b must have the same length, got {len(fa[0])} and {len(fb[0])}")
     nt = threads_for(len(fa[0]), effective_n_threads(n_threads), 4096)
-    return _search.pair_ratios(_index.collection(fa), _index.collection(fb), nt)
+    return _collection.pair_ratios(_index.collection(fa), _index.collection(fb), nt)
 
 
 def max_overlap(

@@ -62,7 +62,7 @@ def test_importing_the_package_loads_no_kernel(tmp_path):
     # the command's entry point starts before numpy and the kernels are loaded,
     # so that Ctrl-C during their import is answered like any other Ctrl-C
     code = ("import sys, overlap, overlap.cli\n"
-            "print(sorted(m for m in ('numpy', 'overlap._search', 'overlap.tokensets')"
+            "print(sorted(m for m in ('numpy', 'overlap._kernels._postings_search', 'overlap.tokensets')"
             " if m in sys.modules))\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
                        env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)

@@ -31,8 +31,9 @@ from overlap import (
     ratio,
 )
 from overlap import _index
+from overlap._kernels import _collection
 from overlap._threads import usable_cores
-from overlap._search import MAX_QUERY_TOKENS
+from overlap._kernels._collection import MAX_QUERY_TOKENS
 
 # names added by the fixes are imported inside the tests, so that this file
 # also runs (and fails test by test) against the code before them
@@ -520,33 +521,33 @@ def test_inputs_untouched_and_results_unchanged_by_the_new_checks():
 # segfault (hence a subprocess), and now refuses with a ValueError
 HOSTILE_RAW_CALLS = {
     "a collection whose rows reach past its tokens": """
-        _search.Collection(i64([0, 2, 400]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
+        _collection.Collection(i64([0, 2, 400]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
     """,
     "a collection with too few row bounds": """
-        _search.Collection(i64([0, 2]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
+        _collection.Collection(i64([0, 2]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
     """,
     "a collection whose row bounds fall": """
-        _search.Collection(i64([0, 3, 1, 4]), u64([1, 2, 3, 4]), u32([]), i64([3, 0, 3]), 1, 3,
+        _collection.Collection(i64([0, 3, 1, 4]), u64([1, 2, 3, 4]), u32([]), i64([3, 0, 3]), 1, 3,
                            False)
     """,
     "a bag collection without a count per token": """
-        _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([1]), i64([2, 2]), 1, 2, True)
+        _collection.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([1]), i64([2, 2]), 1, 2, True)
     """,
     "a collection whose ids repeat a row": """
-        _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False,
+        _collection.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False,
                            ids=i64([1, 1]))
     """,
     "a collection whose ids point past its rows": """
-        _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False,
+        _collection.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False,
                            ids=i64([0, 7]))
     """,
     "rows gathered in an order that skips one": """
         h, c = np.zeros(4, dtype=np.uint64), np.zeros(0, dtype=np.uint32)
-        _search.gather_field(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([0, 0]), h, c, 0, 1)
+        _collection.gather_field(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([0, 0]), h, c, 0, 1)
     """,
     "rows gathered into an output too short": """
         h, c = np.zeros(3, dtype=np.uint64), np.zeros(0, dtype=np.uint32)
-        _search.gather_field(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([1, 0]), h, c, 0, 1)
+        _collection.gather_field(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([1, 0]), h, c, 0, 1)
     """,
     "a renumbered self-search handed another collection": """
         from overlap import TokenSets, _index
@@ -566,15 +567,15 @@ HOSTILE_RAW_CALLS = {
         ri.top_k(qs, 0, 1, 1, 0.0, False, 3, 3, 1, s, i)
     """,
     "ratios of collections of different lengths": """
-        a = _search.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
-        b = _search.Collection(i64([0, 1]), u64([1]), u32([]), i64([1]), 1, 1, False)
-        _search.pair_ratios(a, b, 1)
+        a = _collection.Collection(i64([0, 2, 4]), u64([1, 2, 3, 4]), u32([]), i64([2, 2]), 1, 2, False)
+        b = _collection.Collection(i64([0, 1]), u64([1]), u32([]), i64([1]), 1, 1, False)
+        _collection.pair_ratios(a, b, 1)
     """,
     "fingerprints of rows past the tokens": """
-        _search.row_fingerprints(i64([0, 9]), u64([1]), u32([]), 1, 1, False, 1)
+        _collection.row_fingerprints(i64([0, 9]), u64([1]), u32([]), 1, 1, False, 1)
     """,
     "records of rows past the tokens": """
-        _search.reference_records(i64([0, 9]), u64([1]), i64([9]), 1, 1, 1)
+        _collection.reference_records(i64([0, 9]), u64([1]), i64([9]), 1, 1, 1)
     """,
     "bit-sliced queries whose rows reach past their tokens": """
         from overlap import TokenSets, _bitslice_index
@@ -617,7 +618,7 @@ HOSTILE_RAW_CALLS = {
 def test_compiled_entry_points_refuse_raw_arrays_they_cannot_trust(case):
     code = """
         import numpy as np
-        from overlap import _search
+        from overlap._kernels import _collection
         i64 = lambda a: np.asarray(a, dtype=np.int64)
         u64 = lambda a: np.asarray(a, dtype=np.uint64)
         u32 = lambda a: np.asarray(a, dtype=np.uint32)

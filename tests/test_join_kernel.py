@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 import _reference as ref
 from _levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, dedup, max_overlap, overlap_join
-from overlap import _index, _search
+from overlap import _index
+from overlap._kernels import _collection, _pairs, _postings, _postings_search, _runner, _vocab
 
 #: Tokens 0-2 are drawn so often that each is in more than half of the rows.
 FREQUENT = st.integers(0, 2)
@@ -119,12 +120,12 @@ def test_join_on_dense_corpora_with_many_fields(data, multiset, threshold, n_fie
 
 
 def test_popcount_levels_are_those_of_this_cpu():
-    top = _search.popcount_cpu_level()
-    assert top in (0, 1) and _search.popcount_level() == top  # the best, by default
+    top = _postings_search.popcount_cpu_level()
+    assert top in (0, 1) and _postings_search.popcount_level() == top  # the best, by default
     for bad in (-1, top + 1):
         with pytest.raises(ValueError, match="level must be in"):
-            _search.set_popcount_level(bad)
-    assert _search.popcount_level() == top
+            _postings_search.set_popcount_level(bad)
+    assert _postings_search.popcount_level() == top
 
 
 @settings(max_examples=60)
@@ -190,10 +191,10 @@ def test_pairs_exactly_on_the_threshold_in_long_postings(size):
 def test_exported_limits_are_the_ones_python_checks():
     from overlap import _fields, search
 
-    assert _fields.MAX_FIELDS == _search.MAX_FIELDS == 8
-    assert search.MAX_QUERY_TOKENS == _search.MAX_QUERY_TOKENS == 2**24 - 1
-    assert search.MAX_ROW_MASS == _search.MAX_ROW_MASS
-    assert _search.MAX_ROW_MASS == 2**30 - 1
+    assert _fields.MAX_FIELDS == _collection.MAX_FIELDS == 8
+    assert search.MAX_QUERY_TOKENS == _collection.MAX_QUERY_TOKENS == 2**24 - 1
+    assert search.MAX_ROW_MASS == _collection.MAX_ROW_MASS
+    assert _collection.MAX_ROW_MASS == 2**30 - 1
     one = TokenSets.from_ids([[1]])
     with pytest.raises(ValueError, match="at most 8 fields"):
         max_overlap([one] * 9, [one] * 9)
@@ -279,7 +280,7 @@ def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multis
     rank[count_key_order(df, vocab)] = np.arange(vocab.shape[0])
     pptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
     np.cumsum(df, out=pptr[1:])
-    entries, psuf, pcnt, _ = _search.build_postings(
+    entries, psuf, pcnt, _ = _postings.build_postings(
         coll, inverse, rank, pptr, _index.max_row((ts,)), n_threads)
     # the definition: tokens ranked rarest first (rows holding them), ties by hash
     rows_of = {}
@@ -319,7 +320,7 @@ def _check_sorted_pairs(parts, n_left, n_right):
     s = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0)
     order = np.lexsort((b, a))  # stable: equal pairs keep their order
     for nt in (1, 2, 3):
-        got = _search.sorted_pairs(parts, n_left, n_right, nt)
+        got = _pairs.sorted_pairs(parts, n_left, n_right, nt)
         for g, w in zip(got, (a[order], b[order], s[order])):
             np.testing.assert_array_equal(g, w)
 
@@ -346,13 +347,13 @@ def test_sorted_pairs_is_lexsort_on_threads(lengths):
 def test_sorted_pairs_rejects_indices_out_of_range():
     parts = [(np.array([0, 3]), np.array([1, 2]), np.array([0.5, 0.5]))]
     with pytest.raises(ValueError, match=r"outside \[0, 3\) x \[0, 5\)"):
-        _search.sorted_pairs(parts, 3, 5)  # left 3
+        _pairs.sorted_pairs(parts, 3, 5)  # left 3
     with pytest.raises(ValueError, match=r"outside \[0, 4\) x \[0, 2\)"):
-        _search.sorted_pairs(parts, 4, 2)  # right 2
+        _pairs.sorted_pairs(parts, 4, 2)  # right 2
     with pytest.raises(ValueError, match="n_right in"):
-        _search.sorted_pairs(parts, 4, 2**31)
+        _pairs.sorted_pairs(parts, 4, 2**31)
     with pytest.raises(ValueError, match="differ in length"):
-        _search.sorted_pairs([(np.array([0]), np.array([1, 2]), np.array([0.5]))], 4, 5)
+        _pairs.sorted_pairs([(np.array([0]), np.array([1, 2]), np.array([0.5]))], 4, 5)
 
 
 def _check_posting_order(ts, n_threads):
@@ -460,12 +461,11 @@ def test_count_key_order_is_lexsort(rows, shape):
 
 
 def test_count_key_order_refuses_what_it_cannot_order():
-    from overlap import _search
 
     with pytest.raises(ValueError, match="negative"):
-        _search.count_key_order(np.array([1, -1]), np.array([1, 2], dtype=np.uint64))
+        _vocab.count_key_order(np.array([1, -1]), np.array([1, 2], dtype=np.uint64))
     with pytest.raises(ValueError, match="2 counts for 3 keys"):
-        _search.count_key_order(np.array([1, 1]), np.array([1, 2, 3], dtype=np.uint64))
+        _vocab.count_key_order(np.array([1, 1]), np.array([1, 2, 3], dtype=np.uint64))
 
 
 @settings(max_examples=300, deadline=None)
@@ -521,12 +521,12 @@ def test_a_scratch_pool_serves_a_callers_consecutive_calls(fields, cuts, thresho
         want = ri.join(coll, 0, n, threshold, upper, max_row, max_mass, nt)
         _, plain_stats = chunked(lambda a, b: ri.join(coll, a, b, threshold, upper, max_row,
                                                       max_mass, nt))
-        pool = _search.ScratchPool(nt, n, max_row, 2, max_mass, 1)
+        pool = _runner.ScratchPool(nt, n, max_row, 2, max_mass, 1)
         parts, pool_stats = chunked(lambda a, b: ri.join(coll, a, b, threshold, upper, max_row,
                                                          max_mass, nt + 1, pool))  # a thread more
         assert 1 <= pool.allocated <= nt
-        got = _search.sorted_pairs(parts, n, n, 1)
-        want = _search.sorted_pairs([want], n, n, 1)
+        got = _pairs.sorted_pairs(parts, n, n, 1)
+        want = _pairs.sorted_pairs([want], n, n, 1)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w)
         # each call counts its own work (a join's counts do not depend on the order)
@@ -535,7 +535,7 @@ def test_a_scratch_pool_serves_a_callers_consecutive_calls(fields, cuts, thresho
         s0, i0 = np.zeros((n, k)), np.full((n, k), -1, dtype=np.int64)
         ri.top_k(coll, 0, n, k, 0.0, exclude, max_row, max_mass, nt, s0, i0)
         s1, i1 = np.zeros((n, k)), np.full((n, k), -1, dtype=np.int64)
-        pool = _search.ScratchPool(nt, n, max_row, 2, max_mass, k)
+        pool = _runner.ScratchPool(nt, n, max_row, 2, max_mass, k)
         chunked(lambda a, b: ri.top_k(coll, a, b, k, 0.0, exclude, max_row, max_mass, nt,
                                       s1, i1, pool))
         np.testing.assert_array_equal(s1, s0)
@@ -547,16 +547,16 @@ def test_a_scratch_pool_refuses_another_shape_of_call():
     idx = OverlapIndex(ts)
     ri, coll = idx._index, idx._coll
     s, i = np.zeros((3, 1)), np.full((3, 1), -1, dtype=np.int64)
-    for pool in (_search.ScratchPool(2, 4, 3, 1, 3, 1),   # another number of references
-                 _search.ScratchPool(2, 3, 2, 1, 3, 1),   # rows too long for it
-                 _search.ScratchPool(2, 3, 3, 1, 3, 2)):  # another k
+    for pool in (_runner.ScratchPool(2, 4, 3, 1, 3, 1),   # another number of references
+                 _runner.ScratchPool(2, 3, 2, 1, 3, 1),   # rows too long for it
+                 _runner.ScratchPool(2, 3, 3, 1, 3, 2)):  # another k
         with pytest.raises(ValueError, match="another shape"):
             ri.top_k(coll, 0, 3, 1, 0.0, False, 3, 3, 1, s, i, pool)
         assert pool.allocated == 0
     with pytest.raises(ValueError, match="out of range"):
-        _search.ScratchPool(0, 3, 3, 1, 3, 1)
+        _runner.ScratchPool(0, 3, 3, 1, 3, 1)
     with pytest.raises(ValueError, match="out of range"):
-        _search.ScratchPool(1, 3, 3, 9, 3, 1)
+        _runner.ScratchPool(1, 3, 3, 9, 3, 1)
 
 
 def test_the_search_kernel_checks_the_queries_it_is_asked_to_run():

@@ -356,14 +356,16 @@ def test_the_graph_is_read():
     # guards the test itself: a parser that finds nothing would pass everything
     assert any(m == "overlap.search" for m, _ in imports_of("overlap.dedup"))
     assert any(m.startswith("overlap.pipeline") for m, _ in imports_of("overlap.cli"))
-    assert layer_of("overlap._search") == "kernel"
+    assert layer_of("overlap._kernels._postings_search") == "kernel"
     assert layer_of("metrics._corr") == "kernel"
-    assert layer_of("overlap._limits") == "kernel"  # a .pxd alone
+    assert layer_of("overlap._kernels._limits") == "kernel"  # a .pxd alone
     # cimports, one name per line of a parenthesised list too
-    assert ("overlap._openmp", "omp_get_thread_num") in imports_of("overlap._search")
-    assert ("overlap._limits", "") in imports_of("overlap._search")  # from overlap cimport _limits
-    assert ("overlap._limits", "MAX_FIELDS") in imports_of("overlap._checks")
-    sets = {n for m, n in imports_of("overlap._tokenize") if m == "overlap._sets"}
+    assert ("overlap._openmp", "omp_get_thread_num") in imports_of("overlap._kernels._postings_search")
+    assert ("overlap._kernels._runner", "push_pair") in imports_of("overlap._kernels._postings_search")
+    # from overlap._kernels cimport _limits
+    assert ("overlap._kernels._limits", "") in imports_of("overlap._kernels._collection")
+    assert ("overlap._kernels._limits", "MAX_FIELDS") in imports_of("overlap._kernels._checks")
+    sets = {n for m, n in imports_of("overlap._tokenize") if m == "overlap._kernels._hash"}
     assert len(sets) > 1, sets
     assert ("metrics._sortcount", "sort_count") in imports_of("metrics._corr")
     # the lazy public names are imports of the package

@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import _reference as ref
-from overlap import OverlapIndex, TokenSets, _bitslice_index, _index, _search, dedup
+from overlap import OverlapIndex, TokenSets, _bitslice_index, _index, dedup
+from overlap._kernels import _collection
 from overlap import max_overlap, overlap_join
 from test_search import as_arrays, build, collections, ref_units
 
@@ -154,11 +155,11 @@ def test_size_order_is_a_stable_lexsort_by_field_sizes(n, seed):
     for nf in (1, 2, 3):
         sz = rng.integers(0, 5, size=nf * n).astype(np.int64)
         want = np.lexsort(tuple(sz[f * n:(f + 1) * n] for f in reversed(range(nf))))
-        np.testing.assert_array_equal(_search.size_order(sz, nf, n), want)
+        np.testing.assert_array_equal(_collection.size_order(sz, nf, n), want)
     # sizes spanning more than a counting sort takes: the argsort fallback
     sz = np.array([10 ** 12, 3, 10 ** 12, 0] * max(1, n // 4), dtype=np.int64)
     m = sz.shape[0]
-    np.testing.assert_array_equal(_search.size_order(sz, 1, m), np.argsort(sz, kind="stable"))
+    np.testing.assert_array_equal(_collection.size_order(sz, 1, m), np.argsort(sz, kind="stable"))
 
 
 @given(st.lists(st.lists(st.integers(0, 50), max_size=9), max_size=30), st.booleans(),
@@ -169,7 +170,7 @@ def test_gather_field_copies_the_rows_in_order(rows_, multiset, n_threads):
     h = np.zeros(ts.nnz + 5, dtype=np.uint64)
     c = np.zeros(ts.nnz + 5 if multiset else 0, dtype=np.uint32)
     before = ts.hashes.copy()
-    ip = _search.gather_field(ts.indptr, ts.hashes,
+    ip = _collection.gather_field(ts.indptr, ts.hashes,
                               ts.counts if multiset else np.zeros(0, np.uint32), order, h, c, 5,
                               n_threads)
     np.testing.assert_array_equal(ts.hashes, before)
@@ -184,7 +185,7 @@ def test_gather_field_copies_the_rows_in_order(rows_, multiset, n_threads):
 def test_collection_ids_are_a_private_read_only_copy():
     ids = np.array([1, 0], dtype=np.int64)
     i64 = lambda a: np.asarray(a, dtype=np.int64)  # noqa: E731
-    coll = _search.Collection(i64([0, 1, 2]), np.array([3, 4], dtype=np.uint64),
+    coll = _collection.Collection(i64([0, 1, 2]), np.array([3, 4], dtype=np.uint64),
                               np.zeros(0, np.uint32), i64([1, 1]), 1, 2, False, ids=ids)
     ids[0] = 7
     assert coll.ids.tolist() == [1, 0]

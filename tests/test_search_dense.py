@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 import _reference as ref
 from overlap import OverlapIndex, TokenSets, max_overlap
-from overlap import _bitslice, _bitslice_index
+from overlap import _bitslice_index
+from overlap._kernels import _bitslice
 
 LEVELS = list(range(_bitslice.cpu_level() + 1))
 

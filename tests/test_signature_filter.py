@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 import _reference as ref
 from _levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, max_overlap, overlap_join
-from overlap import _search
+from overlap._kernels import _postings
 from overlap._index import collection
 
 THRESHOLDS = [1e-9, 0.3, 0.5, 2 / 3, 0.8, 0.9, float(np.nextafter(1.0, 0.0)), 1.0]
@@ -50,7 +50,7 @@ def test_entry_signatures_follow_the_definition(n_fields):
     want = np.array([signature(fields, i) for i in range(30)], dtype=np.uint64)
     coll = collection(tuple(fields))
     rows = np.arange(30, dtype=np.int32)[::-1].copy()
-    got = _search.entry_signatures(coll, rows, 2)
+    got = _postings.entry_signatures(coll, rows, 2)
     np.testing.assert_array_equal(got.astype(np.uint64), want[rows])
     # the index keeps one per posting entry: each reference's once per stored token
     idx = OverlapIndex(tuple(fields) if n_fields > 1 else fields[0])
@@ -58,7 +58,7 @@ def test_entry_signatures_follow_the_definition(n_fields):
     np.testing.assert_array_equal(np.sort(np.asarray(idx._index.entry_signatures)),
                                   np.sort(np.repeat(want, per_ref).astype(np.uint64)))
     with pytest.raises(ValueError, match="out of range"):
-        _search.entry_signatures(coll, np.array([0, 30], dtype=np.int32), 1)
+        _postings.entry_signatures(coll, np.array([0, 30], dtype=np.int32), 1)
 
 
 @settings(max_examples=200)
@@ -69,7 +69,7 @@ def test_differing_bits_bound_the_intersection(a, b, n_fields, multiset):
     (the kernel's own signatures)."""
     bits = 64 // n_fields
     ts = TokenSets.from_ids([a, b], multiset=multiset)
-    sx, sy = (int(v) for v in _search.entry_signatures(
+    sx, sy = (int(v) for v in _postings.entry_signatures(
         collection((ts,) * n_fields), np.array([0, 1], dtype=np.int32), 1))
     x, y = ref.bag(a, 1, multiset), ref.bag(b, 1, multiset)
     inter = sum((x & y).values())
@@ -160,7 +160,7 @@ def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt):
     from overlap import _index
 
     ts = TokenSets.from_ids([[1, 2, 3], [2, 3], [3, 4, 5]])
-    real = _search.build_postings
+    real = _postings.build_postings
 
     def broken(*args):
         entries, psuf, pcnt, maxe = real(*args)
@@ -172,6 +172,6 @@ def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt):
             entries = np.repeat(entries, 2)[::2]
         return entries, psuf, pcnt, maxe
 
-    monkeypatch.setattr(_search, "build_postings", broken)
+    monkeypatch.setattr(_postings, "build_postings", broken)
     with pytest.raises(ValueError, match="out of range|ENTRY_DTYPE"):
         _index.reference_index((ts,), collection((ts,)), 1)

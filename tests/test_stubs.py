@@ -22,7 +22,15 @@ import overlap
 pytest.importorskip("mypy.stubtest", reason="stubtest needs mypy: pip install '.[dev]'")
 
 PACKAGES = {"overlap": Path(overlap.__file__).parent, "metrics": Path(metrics.__file__).parent}
-MODULES = sorted(f"{pkg}.{p.stem}" for pkg, d in PACKAGES.items() for p in d.glob("*.pyi"))
+
+
+def _dotted(pkg: str, root: Path, path: Path) -> str:
+    """The module name of ``path`` (a stub or a compiled module) under package ``pkg``."""
+    rel = path.relative_to(root)
+    return ".".join([pkg, *rel.parent.parts, path.name.split(".")[0]])
+
+
+MODULES = sorted(_dotted(pkg, d, p) for pkg, d in PACKAGES.items() for p in d.rglob("*.pyi"))
 
 # Cython adds these to every module and extension type; they are not API.
 _CYTHON_ARTIFACTS = ("__test__", "__reduce_cython__", "__setstate_cython__", "__pyx_capi__")
@@ -36,10 +44,10 @@ KNOWN: dict[str, str] = {}
 def test_every_compiled_module_has_a_stub():
     suffixes = (".so", ".pyd")
     missing = [
-        f"{pkg}.{p.name.split('.')[0]}"
+        _dotted(pkg, d, p)
         for pkg, d in PACKAGES.items()
-        for p in d.iterdir()
-        if p.name.endswith(suffixes) and not (d / (p.name.split(".")[0] + ".pyi")).exists()
+        for p in d.rglob("*")
+        if p.name.endswith(suffixes) and not (p.parent / (p.name.split(".")[0] + ".pyi")).exists()
     ]
     assert MODULES, "no .pyi stubs found next to the imported packages"
     assert not missing, f"compiled modules without a .pyi stub: {missing}"
@@ -50,10 +58,14 @@ def stubtest_report(tmp_path_factory) -> dict[str, list[str]]:
     work = tmp_path_factory.mktemp("stubtest")
     root = work / "stubs"
     for pkg, d in PACKAGES.items():
-        (root / pkg).mkdir(parents=True)
-        (root / pkg / "__init__.pyi").write_text("")
-        for stub in d.glob("*.pyi"):
-            shutil.copy(stub, root / pkg / stub.name)
+        for stub in d.rglob("*.pyi"):
+            target = root / pkg / stub.relative_to(d)
+            for folder in [target.parent, *target.parent.parents]:
+                if folder == root:
+                    break
+                folder.mkdir(parents=True, exist_ok=True)
+                (folder / "__init__.pyi").touch()
+            shutil.copy(stub, target)
     config = work / "mypy.ini"
     config.write_text("[mypy]\n")
     # the run-time side: exactly the modules this test session imported

@@ -2,7 +2,7 @@
 
 from libc.stdint cimport int64_t
 
-from overlap._limits cimport MAX_FIELDS
+from overlap._kernels._limits cimport MAX_FIELDS
 
 
 cdef inline int check_flat(const int64_t[::1] ip, int64_t n_tokens, int n_fields, int64_t n,

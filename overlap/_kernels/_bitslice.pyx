@@ -46,8 +46,10 @@ from libc.stdlib cimport malloc, calloc, free
 from libc.string cimport memset
 
 from overlap._openmp cimport omp_get_thread_num
-from overlap._sets cimport chunk_first_slots, dice, fmix64, topk_insert
-from overlap._checks cimport check_flat, longest_row
+from overlap._kernels._hash cimport fmix64
+from overlap._kernels._setops cimport dice, topk_insert
+from overlap._kernels._sort cimport chunk_first_slots
+from overlap._kernels._checks cimport check_flat, longest_row
 
 cnp.import_array()
 

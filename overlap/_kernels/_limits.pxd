@@ -1,6 +1,6 @@
 # The limits shared by the kernels and the Python checks, defined once.
 #
-# ``overlap._search`` exports each of them as a Python constant
+# ``overlap._kernels._collection`` exports each of them as a Python constant
 # (MAX_FIELDS, MAX_QUERY_TOKENS, MAX_ROW_MASS); the Python layer validates
 # against those constants, never against a literal of its own.
 

@@ -1,0 +1,113 @@
+# Per-thread scratch of the postings kernel, its pool, the checks of a call
+# and the writes of one query's results.
+
+from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
+from libc.stdlib cimport realloc
+
+from overlap._kernels._types cimport Coll
+
+ctypedef struct PairBuf:
+    int64_t* i
+    int64_t* j
+    double* s
+    int64_t n
+    int64_t cap
+    int failed
+
+ctypedef struct Scratch:
+    # per thread, allocated by scratch_new and freed by scratch_free
+    uint32_t* state      # per reference: count (low COUNT_BITS bits), flag (top 2 bits)
+    int32_t* bound       # per candidate reference: most its intersection can still be
+    uint8_t* fields_hit  # per candidate reference: other fields whose scan admits it
+    int32_t* touched     # references touched by the query (touched order)
+    int32_t* tz          # their driver-field sizes
+    int32_t* exact       # candidates' counts (touched order)
+    int32_t* ubound      # candidates' intersection bounds (touched order)
+    int32_t* sorted      # candidates by bound, descending, with their bound,
+    int32_t* sorted_u    # count and size
+    int32_t* sorted_c
+    int32_t* sorted_z
+    int64_t* bucket      # counting-sort buckets, max query size + 1
+    int64_t* post_start  # per driver token of the query: its posting,
+    int64_t* post_end
+    int32_t* post_maxe   # the largest suffix mass in that posting,
+    int64_t* post_vid    # its vocabulary id,
+    uint32_t* qcount     # its count in the query
+    uint64_t* order      # and the scan order (rank << QUERY_TOKEN_BITS | token)
+    int64_t seg          # the slots of one field (max_row): field f's slots start at f*seg
+    int64_t* post_start_all   # the allocations the slots above point into
+    int64_t* post_end_all
+    int32_t* post_maxe_all
+    int64_t* post_vid_all
+    uint32_t* qcount_all
+    uint64_t* order_all
+    double* ks           # the running top-k: scores and reference indices
+    int64_t* ki
+    int nk
+    int64_t prev_q       # the previous query this thread handled, and its best match
+    int64_t prev_best
+    int64_t n_post       # postings read
+    int64_t n_touch      # candidates admitted
+    int64_t n_verify     # exact verifications
+
+
+cdef class ScratchPool:
+    cdef Scratch** s
+    cdef readonly int n_threads
+    cdef readonly int64_t n_refs, max_row, max_mass
+    cdef readonly int n_fields, k
+
+
+cdef Scratch* scratch_new(int64_t n_refs, int64_t max_row, int n_fields, int64_t max_mass,
+                          int k) noexcept nogil
+cdef void scratch_free(Scratch* s) noexcept nogil
+cdef int check_call(const Coll* Q, const Coll* R, int64_t start, int64_t stop,
+                    int64_t max_row, int64_t max_mass) except -1
+cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t max_row,
+                        int64_t max_mass, int k, int* size) except? NULL
+
+
+cdef inline double current_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
+    if s.nk < k:
+        return floor_score
+    return s.ks[k - 1]
+
+
+cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept nogil:
+    cdef int64_t cap
+    cdef int64_t* ni
+    cdef int64_t* nj
+    cdef double* ns
+    if b.n == b.cap:
+        cap = 1024 if b.cap == 0 else b.cap * 2
+        ni = <int64_t*>realloc(b.i, cap * sizeof(int64_t))
+        if ni == NULL:
+            return -1
+        b.i = ni
+        nj = <int64_t*>realloc(b.j, cap * sizeof(int64_t))
+        if nj == NULL:
+            return -1
+        b.j = nj
+        ns = <double*>realloc(b.s, cap * sizeof(double))
+        if ns == NULL:
+            return -1
+        b.s = ns
+        b.cap = cap
+    b.i[b.n] = i
+    b.j[b.n] = j
+    b.s[b.n] = sc
+    b.n += 1
+    return 0
+
+
+
+cdef inline void write_top_k(Scratch* s, int64_t qi, int k, double* out_s,
+                             int64_t* out_i) noexcept nogil:
+    cdef int e
+    for e in range(k):
+        if e < s.nk:
+            out_s[qi * k + e] = s.ks[e]
+            out_i[qi * k + e] = s.ki[e]
+        else:
+            out_s[qi * k + e] = 0.0
+            out_i[qi * k + e] = -1
