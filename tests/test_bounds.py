@@ -104,6 +104,37 @@ def test_product_form_never_prunes_a_pair_that_reaches_the_threshold(measure):
         assert (s[ok] >= t * (1 - 1e-9)).all(), t
 
 
+@pytest.mark.parametrize("measure", MEASURES)
+def test_product_form_counts_and_bits(measure):
+    """``reach_count`` is the smallest count ``may_reach`` passes; the signature
+    tests built on it never drop a pair that reaches the threshold."""
+    a, b = size_pairs(32)
+    c = np.arange(0, 33)
+    for t in np.ascontiguousarray(THRESHOLDS[::9]):
+        cut = bounds.prune_cut(np.full(a.size, t))
+        rc = bounds.reach_count(measure, a, b, cut)
+        for k in range(a.size):
+            ok = bounds.may_reach(measure, c, np.full(c.size, a[k]), np.full(c.size, b[k]),
+                                  np.full(c.size, cut[k]))
+            assert rc[k] == np.argmax(ok), (a[k], b[k], t)
+        bits = bounds.reaching_bits(measure, a, b, cut, 1 << 20)
+        exact = bounds.max_differing_bits(measure, a, b, np.full(a.size, t), 1 << 20)
+        assert np.all(bits >= exact), t
+        # every count reaching t, with every number of differing bits its
+        # symmetric difference allows, passes the signature test
+        for k in range(0, a.size, 7):
+            i = np.arange(1, min(a[k], b[k]) + 1)
+            i = i[score_ref(measure, i, a[k], b[k]) >= t]
+            if i.size == 0:
+                continue
+            d = a[k] + b[k] - 2 * i.min()
+            ds = np.arange(0, d + 1)
+            n = ds.size
+            assert bounds.differing_may_reach(measure, np.full(n, a[k]), np.full(n, b[k]), ds,
+                                              np.full(n, cut[k])).all(), (a[k], b[k], t)
+            assert bits[k] >= d, (a[k], b[k], t)
+
+
 def need_ref(measure: str, cut: np.ndarray, a: int, b: int) -> np.ndarray:
     """Smallest c in 1..min(a, b) with score >= cut; min(a, b) + 1 when none."""
     c = np.arange(1, min(a, b) + 1)

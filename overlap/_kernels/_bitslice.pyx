@@ -47,7 +47,8 @@ from libc.string cimport memset
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels._hash cimport fmix64
-from overlap._kernels._setops cimport dice, topk_insert
+from overlap._kernels._bounds cimport DICE, need_count, rest_score, score
+from overlap._kernels._setops cimport topk_insert
 from overlap._kernels._sort cimport chunk_first_slots
 from overlap._kernels._checks cimport check_flat, longest_row
 
@@ -470,33 +471,15 @@ cdef inline int bit_length(int64_t v) noexcept nogil:
     return b
 
 
-cdef inline int64_t need_count(double thr, int64_t q, int64_t z) noexcept nogil:
-    """Smallest count c >= 1 whose float score ``2.0*c/(q+z)`` is >= thr (q > 0).
-
-    The result may exceed min(q, z): no reference of size z can then reach thr.
-    """
-    cdef int64_t c
-    if thr <= 0.0:
-        return 1
-    c = <int64_t>(thr * <double>(q + z) * 0.5)
-    if c < 1:
-        c = 1
-    while c > 1 and dice(c - 1, q, z) >= thr:
-        c -= 1
-    while dice(c, q, z) < thr:
-        c += 1
-    return c
-
-
 cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
     """need_count for field f at size z under the running threshold (cached)."""
     cdef int64_t i
     if z >= NEED_CACHE:
-        return need_count(s.thr, s.q[f], z)
+        return need_count(DICE, s.thr, s.q[f], z)
     i = f * NEED_CACHE + z
     if s.nstamp[i] != s.epoch:
         s.nstamp[i] = s.epoch
-        s.ncache[i] = <int32_t>need_count(s.thr, s.q[f], z)
+        s.ncache[i] = <int32_t>need_count(DICE, s.thr, s.q[f], z)
     return s.ncache[i]
 
 
@@ -588,7 +571,7 @@ cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk) n
         z = zlo
     if z > zhi:
         z = zhi
-    return dice(s.m[0] if s.m[0] < z else z, s.q[0], z)
+    return rest_score(DICE, s.q[0], s.m[0], z)
 
 
 cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
@@ -671,7 +654,7 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
                 c = s.rc[f * X.n + r]  # read only where a rare token touched r
             if s.nd[f] > 0:
                 c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
-            d = dice(c, s.q[f], X.zs[f * X.n + r])
+            d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
@@ -691,7 +674,7 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
         for t in range(s.nd[f]):
             row = s.rows[f * s.rowcap + t]
             c += (row[r >> 6] >> (r & 63)) & 1
-        d = dice(c, s.q[f], X.zs[f * X.n + r])
+        d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
         if d < sc:
             sc = d
     s.n_cand += 1

@@ -31,7 +31,7 @@
 #   their symmetric difference, so i <= (a + b - d) / 2.
 
 from libc.stdint cimport int64_t
-from libc.math cimport sqrt, INFINITY
+from libc.math cimport ceil, sqrt, INFINITY
 
 cdef enum Measure:
     DICE = 0          # 2.0*i/(a+b)
@@ -115,6 +115,60 @@ cdef inline bint may_reach(int m, int64_t c, int64_t a, int64_t b, double cut) n
     if m == OVERLAP:
         return <double>c >= cut * <double>(a if a < b else b)
     return <double>c >= cut * <double>a
+
+
+cdef inline int64_t reach_count(int m, int64_t a, int64_t b, double cut) noexcept nogil:
+    """The smallest count c >= 0 that ``may_reach`` passes against sizes a, b.
+
+    For dice, overlap and containment this is one ceil: ``may_reach`` compares
+    an integer (or twice one) with a product, and 0.5 * x is exact in binary
+    floating point.  Jaccard and cosine start from the closed form and step.
+    """
+    cdef int64_t c
+    if cut <= 0.0:
+        return 0
+    if m == DICE:
+        return <int64_t>ceil(0.5 * (cut * <double>(a + b)))
+    if m == OVERLAP:
+        return <int64_t>ceil(cut * <double>(a if a < b else b))
+    if m == CONTAINMENT:
+        return <int64_t>ceil(cut * <double>a)
+    if m == JACCARD:
+        c = <int64_t>(cut * <double>(a + b) / (1.0 + cut))
+    else:
+        c = <int64_t>(cut * sqrt(<double>a * <double>b))
+    while c > 0 and may_reach(m, c - 1, a, b, cut):
+        c -= 1
+    while not may_reach(m, c, a, b, cut):
+        c += 1
+    return c
+
+
+cdef inline bint differing_may_reach(int m, int64_t a, int64_t b, int64_t d,
+                                     double cut) noexcept nogil:
+    """Can rows of sizes a, b whose signatures differ in d bits reach ``cut``?
+
+    Each differing bit stands for at least one token of one row missing from
+    the other, so they share at most (a + b - d) / 2 tokens (and min(a, b)).
+    """
+    cdef int64_t c = (a + b - d) >> 1
+    if c > a:
+        c = a
+    if c > b:
+        c = b
+    if c < 0:
+        c = 0
+    return may_reach(m, c, a, b, cut)
+
+
+cdef inline int reaching_bits(int m, int64_t a, int64_t b, double cut, int bits) noexcept nogil:
+    """The most differing bits (of ``bits``) that ``differing_may_reach`` passes
+    for sizes a, b; -1 when none does."""
+    cdef int64_t c = reach_count(m, a, b, cut), d
+    if c > (a if a < b else b):
+        return -1
+    d = a + b - 2 * c
+    return <int>(d if d < bits else bits)
 
 
 cdef inline double count_guess(int m, double cut, int64_t a, int64_t b) noexcept nogil:

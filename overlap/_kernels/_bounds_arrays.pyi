@@ -41,3 +41,16 @@ def may_reach(
     b: NDArray[np.int64],
     cut: NDArray[np.float64],
 ) -> NDArray[np.bool_]: ...
+def reach_count(
+    measure: str, a: NDArray[np.int64], b: NDArray[np.int64], cut: NDArray[np.float64]
+) -> NDArray[np.int64]: ...
+def differing_may_reach(
+    measure: str,
+    a: NDArray[np.int64],
+    b: NDArray[np.int64],
+    d: NDArray[np.int64],
+    cut: NDArray[np.float64],
+) -> NDArray[np.bool_]: ...
+def reaching_bits(
+    measure: str, a: NDArray[np.int64], b: NDArray[np.int64], cut: NDArray[np.float64], bits: int
+) -> NDArray[np.int64]: ...

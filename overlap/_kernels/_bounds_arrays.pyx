@@ -14,7 +14,8 @@ from overlap._kernels._bounds cimport (
     N_MEASURES, NO_SIZE_LIMIT, NEVER, score as c_score, need_count as c_need_count,
     loose_need as c_loose_need, size_window as c_size_window,
     rest_caps_window as c_rest_caps_window, max_differing_bits as c_max_differing_bits,
-    peak_rest_score as c_peak_rest_score, may_reach as c_may_reach, prune_cut as c_prune_cut, window_differing_bits as c_window_differing_bits,
+    peak_rest_score as c_peak_rest_score, may_reach as c_may_reach, reach_count as c_reach_count,
+    differing_may_reach as c_differing_may_reach, reaching_bits as c_reaching_bits, prune_cut as c_prune_cut, window_differing_bits as c_window_differing_bits,
 )
 
 #: The measures, in the order of the ``Measure`` enum of ``_bounds.pxd``.
@@ -152,4 +153,42 @@ def may_reach(measure, const int64_t[::1] c, const int64_t[::1] a, const int64_t
     with nogil:
         for k in range(n):
             o[k] = c_may_reach(m, c[k], a[k], b[k], cut[k])
+    return out
+
+
+def reach_count(measure, const int64_t[::1] a, const int64_t[::1] b, const double[::1] cut):
+    """``reach_count`` for each (a, b, cut)."""
+    cdef int m = measure_code(measure)
+    cdef Py_ssize_t k, n = a.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for k in range(n):
+            o[k] = c_reach_count(m, a[k], b[k], cut[k])
+    return out
+
+
+def differing_may_reach(measure, const int64_t[::1] a, const int64_t[::1] b,
+                        const int64_t[::1] d, const double[::1] cut):
+    """``differing_may_reach`` for each (a, b, d, cut)."""
+    cdef int m = measure_code(measure)
+    cdef Py_ssize_t k, n = a.shape[0]
+    out = np.zeros(n, dtype=np.bool_)
+    cdef unsigned char[::1] o = out.view(np.uint8)
+    with nogil:
+        for k in range(n):
+            o[k] = c_differing_may_reach(m, a[k], b[k], d[k], cut[k])
+    return out
+
+
+def reaching_bits(measure, const int64_t[::1] a, const int64_t[::1] b,
+                  const double[::1] cut, int bits):
+    """``reaching_bits`` for each (a, b, cut)."""
+    cdef int m = measure_code(measure)
+    cdef Py_ssize_t k, n = a.shape[0]
+    out = np.empty(n, dtype=np.int64)
+    cdef int64_t[::1] o = out
+    with nogil:
+        for k in range(n):
+            o[k] = c_reaching_bits(m, a[k], b[k], cut[k], bits)
     return out

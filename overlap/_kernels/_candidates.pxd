@@ -5,6 +5,7 @@
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 
+from overlap._kernels._bounds cimport DICE, may_reach
 from overlap._kernels._limits cimport COUNT_BITS
 from overlap._kernels._query cimport Query, Task, running_cut
 from overlap._kernels._runner cimport PairBuf, Scratch, current_threshold, push_pair
@@ -100,7 +101,7 @@ cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s) noexc
             c = z
         if c > q:
             c = q
-        if 2.0 * <double>c < cut * <double>(q + z):
+        if not may_reach(DICE, c, q, z, cut):
             continue  # cannot reach the threshold any more
         if n < PREFETCH_RECORDS:
             # verification reads the records of the best candidates first:
@@ -149,10 +150,10 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
             overlap_prefetch(rec + REC * F - 1)
         r = s.sorted[j]
         c = s.sorted_u[j]
-        if 2.0 * <double>c < cut * <double>(q + c):
+        if not may_reach(DICE, c, q, c, cut):
             break  # every later candidate has a bound <= c
         z = s.sorted_z[j]
-        if 2.0 * <double>c < cut * <double>(q + z):
+        if not may_reach(DICE, c, q, z, cut):
             continue
         if not signatures_reach(X, r, F, u.sizes, u.sigs, cut):
             continue

@@ -14,7 +14,7 @@ from overlap._kernels._checks cimport check_flat
 from overlap._kernels cimport _limits
 from overlap._kernels._hash cimport fmix64
 from overlap._kernels._scoring cimport field_inter
-from overlap._kernels._setops cimport dice
+from overlap._kernels._bounds cimport DICE, score
 from overlap._kernels._signatures cimport row_signature
 from overlap._kernels._sort cimport counting_sort_sizes
 from overlap._kernels._types cimport Coll, REC
@@ -277,7 +277,7 @@ cdef inline double exact_score_aligned(const Coll* A, const Coll* B, int64_t i) 
     cdef double s = 2.0, d
     cdef int f
     for f in range(A.F):
-        d = dice(field_inter(A, i, B, i, f), A.sz[f * A.n + i], B.sz[f * B.n + i])
+        d = score(DICE, field_inter(A, i, B, i, f), A.sz[f * A.n + i], B.sz[f * B.n + i])
         if d < s:
             s = d
     return s

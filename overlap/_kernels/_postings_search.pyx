@@ -43,6 +43,10 @@ from libc.stdlib cimport calloc, free
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels cimport _limits
+from overlap._kernels._bounds cimport (
+    DICE, may_reach, peak_rest_score, prune_cut, rest_score, size_window,
+    window_differing_bits,
+)
 from overlap._kernels._candidates cimport (
     bucket_candidates, mark_done, verify_candidates, verify_now, verify_top_partials,
 )
@@ -58,7 +62,7 @@ from overlap._kernels._runner cimport (
     scratch_free, scratch_new, write_top_k,
 )
 from overlap._kernels._scoring cimport bounded_score, exact_score, rows_identical, signatures_reach
-from overlap._kernels._setops cimport dice, topk_insert
+from overlap._kernels._setops cimport topk_insert
 from overlap._kernels._signatures cimport (
     row_sig64, row_signature, sig_cpu_level, sig_scan_fn, sig_scan_for,
 )
@@ -70,7 +74,7 @@ from overlap._kernels._types cimport (
 from overlap._kernels._vocab cimport vocab_lookup
 from overlap._kernels._vocab import compact_vocabulary
 from overlap._kernels._walk cimport (
-    SigFilter, Walk, passes_length, sig_admits, size_window, walk_next, walk_open_group,
+    SigFilter, Walk, sig_admits, walk_next, walk_open_group,
     walk_start, window_entries, window_range,
 )
 
@@ -369,17 +373,13 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
     """Set up sig_admits for a scan of field ``driver`` (query size q) at ``cut``.
 
     A bit set on one side only stands for a token of that side missing on the
-    other, so 2*|x ∩ y| <= |x| + |y| - d, d the differing bits of the field.
-    A match needs 2*|x ∩ y| >= cut*(|x| + |y|): in the scanned field the entry
-    gives |y|; in another field |y| is at most the top of its size window, and
-    (1 - cut)*(|x| + |y|) grows with |y|, so a reference showing more
-    differing bits than that top allows cannot match.  The cut is lowered by
-    a relative 1e-9 so that rounding never prunes a match.
+    other, so |x ∩ y| <= (|x| + |y| - d) / 2, d the differing bits of the
+    field (differing_may_reach).  In the scanned field the entry gives |y|;
+    in another field no size in its window allows more differing bits than
+    the window's top (window_differing_bits).
     """
     cdef int g
-    cdef int64_t lo, hi, size
-    cdef double limit
-    cdef int a
+    cdef int64_t lo, hi
     sf.active = cut > 0.0 and T.X.has_sig
     if not sf.active:
         return
@@ -389,21 +389,13 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
     sf.mask = <uint64_t>0xFFFFFFFFFFFFFFFFULL if sf.b >= 64 else ((<uint64_t>1 << sf.b) - 1)
     sf.driver = driver
     sf.q = q
-    sf.cut = cut * (1.0 - 1e-9)
+    sf.cut = cut
     for g in range(sf.F):
         if g == driver:
             sf.allowed[g] = sf.b
             continue
-        size_window(u.sizes[g], sf.cut, &lo, &hi)
-        if hi >= 2147483647:
-            sf.allowed[g] = sf.b   # no finite window: no test
-            continue
-        size = u.sizes[g] + hi
-        limit = sf.cut * <double>size
-        a = 0
-        while a < sf.b and <double>(size - a - 1) >= limit:
-            a += 1
-        sf.allowed[g] = a
+        size_window(DICE, u.sizes[g], cut, &lo, &hi)
+        sf.allowed[g] = window_differing_bits(DICE, u.sizes[g], hi, cut, sf.b)
 
 
 
@@ -496,17 +488,17 @@ cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
     floor of 0 this is every posting entry.  Short postings count whole, so 0
     still means the scan reads nothing.
     """
-    cdef double floor = T.floor_score, cut = T.floor_score * (1.0 - 1e-12)
+    cdef double floor = T.floor_score, cut = prune_cut(T.floor_score)
     cdef int64_t rest = u.rest, cost = 0, m, t, x, zlo, zhi
-    size_window(q, cut, &zlo, &zhi)
+    size_window(DICE, q, cut, &zlo, &zhi)
     if zmin > zlo:
         zlo = zmin
     for m in range(u.n_tokens):
-        if floor > 0.0 and dice(rest, q, rest) < floor:
+        if floor > 0.0 and peak_rest_score(DICE, q, rest) < floor:
             break
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
-        if 2.0 * <double>x >= cut * <double>(q + x):
+        if may_reach(DICE, x, q, x, cut):
             if T.X.tinfo[s.post_vid[t]].ng == 0:
                 # a short posting: its length bounds its window (reading its
                 # sizes would cost a random read for a few entries)
@@ -581,7 +573,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
     the positional filter are found on the suffix-mass column alone, then
     their signatures are tested in one tight loop (_sig_scan, _sigscan.h),
     against per-field limits that are integers within the group
-    (sig_driver_bits).
+    (reaching_bits).
     """
     cdef const uint64_t* psig = w.X.psig
     cdef int n = 0, g, j, got, F = sf.F, b = sf.b
@@ -650,7 +642,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int64_t p, a, b, r, e, gain, ref_count, z
     # the whole window: exact counts (a candidate's bound stays the one
     # set when it was admitted, still valid, and looser than its count)
-    size_window(q, cut, &a, &b)
+    size_window(DICE, q, cut, &a, &b)
     window_range(X, s.post_vid[t], a, b, &a, &b)
     s.n_post += b - a
     for p in range(a, b):
@@ -670,7 +662,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
             continue
         e = X.psuf[p]
         z = ent[p].size
-        if 2.0 * <double>(e if e < rest else rest) < cut * <double>(q + z):
+        if not may_reach(DICE, e if e < rest else rest, q, z, cut):
             continue
         ref_count = pcnt[p] if pcnt != NULL else 1
         gain = e - ref_count
@@ -787,7 +779,7 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     covers every later token: count + skipped + min(its mass after the
     token, the query's).
     """
-    if T.mode == MODE_TOPK and cut < POSITIONAL_CUT * (1.0 - 1e-12):
+    if T.mode == MODE_TOPK and cut < prune_cut(POSITIONAL_CUT):
         scan_window(T, u, s, t, cut)
     else:
         scan_walk(T, u, s, t, cut)
@@ -803,7 +795,7 @@ cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratc
     cdef const Index* X = T.X
     cdef int64_t t, lo, hi, g, step
     cdef const TokenInfo* ti
-    size_window(u.size, cut, &lo, &hi)
+    size_window(DICE, u.size, cut, &lo, &hi)
     if m + 3 < u.n_tokens:
         t = <int64_t>(s.order[m + 3] & ((1 << QUERY_TOKEN_BITS) - 1))
         overlap_prefetch(&X.tinfo[s.post_vid[t]])
@@ -833,16 +825,16 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
     cdef double thr, cut
     for m in range(u.n_tokens):
         thr = current_threshold(s, T.k, T.floor_score)
-        if thr > 0.0 and dice(u.rest, u.size, u.rest) < thr:
+        if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
             break  # query prefix exhausted: no new reference can reach the threshold
         if (T.mode == MODE_JOIN and T.exclude and u.driver == 0
-                and dice(u.rest, u.size, u.size) < thr):
+                and rest_score(DICE, u.size, u.rest, u.size) < thr):
             break  # the same for a self-join's references, none smaller than the query
-        cut = thr * (1.0 - 1e-12)
+        cut = prune_cut(thr)
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         qcount = s.qcount[t]
         x = s.post_maxe[t] if s.post_maxe[t] < u.rest else u.rest
-        if 2.0 * <double>x < cut * <double>(u.size + x):
+        if not may_reach(DICE, x, u.size, x, cut):
             # no entry of this posting can be admitted: leave it unread and
             # let its mass widen every candidate's bound instead
             u.skipped += qcount
@@ -853,9 +845,9 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
             # so the threshold that filters its admissions is as high as it can be
             verify_top_partials(T, u, s)
             thr = current_threshold(s, T.k, T.floor_score)
-            if thr > 0.0 and dice(u.rest, u.size, u.rest) < thr:
+            if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
                 break
-            cut = thr * (1.0 - 1e-12)
+            cut = prune_cut(thr)
         prefetch_next_walks(T, u, s, m, cut)
         scan_posting(T, u, s, t, cut)
         u.rest -= qcount
@@ -880,7 +872,7 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     cdef const uint32_t* state = s.state
     cdef uint8_t* fields_hit = s.fields_hit
     cdef double thr = current_threshold(s, T.k, T.floor_score)
-    cdef double cut = thr * (1.0 - 1e-12)
+    cdef double cut = prune_cut(thr)
     cdef int64_t rest = v.rest, m, t, x, r
     cdef Walk walk
     cdef SigFilter sf
@@ -889,11 +881,11 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     cdef int j, got
     sig_prepare(T, v, v.driver, q, cut, &sf)
     for m in range(v.n_tokens):
-        if thr > 0.0 and dice(rest, q, rest) < thr:
+        if thr > 0.0 and peak_rest_score(DICE, q, rest) < thr:
             break
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
-        if 2.0 * <double>x >= cut * <double>(q + x):
+        if may_reach(DICE, x, q, x, cut):
             walk_start(&walk, T.X, s.post_vid[t], q, rest, cut, 0)
             while True:
                 got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH)
@@ -920,7 +912,7 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
     cdef int f
     if T.Q.F == 1 or u.n_touched == 0:
         return
-    if T.mode == MODE_TOPK and running_cut(s, T) < POSITIONAL_CUT * (1.0 - 1e-12):
+    if T.mode == MODE_TOPK and running_cut(s, T) < prune_cut(POSITIONAL_CUT):
         return  # low thresholds: most candidates pass every field's filters
     for f in range(T.Q.F):
         if f == u.driver or u.costs[f] > FILTER_ENTRIES_PER_CANDIDATE * u.n_touched:

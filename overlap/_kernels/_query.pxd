@@ -4,6 +4,7 @@
 from libc.stdint cimport uint64_t, int64_t
 
 from overlap._kernels cimport _limits
+from overlap._kernels._bounds cimport prune_cut
 from overlap._kernels._runner cimport Scratch, current_threshold
 from overlap._kernels._types cimport Coll, Index, SIGW
 
@@ -42,5 +43,5 @@ ctypedef struct Query:
 
 
 cdef inline double running_cut(Scratch* s, const Task* T) noexcept nogil:
-    """The running threshold, lowered by a relative 1e-12 so ties are never pruned."""
-    return current_threshold(s, T.k, T.floor_score) * (1.0 - 1e-12)
+    """The running threshold as a pruning cut (prune_cut: ties are never pruned)."""
+    return prune_cut(current_threshold(s, T.k, T.floor_score))

@@ -3,7 +3,8 @@
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t
 
-from overlap._kernels._setops cimport dice, intersect_bags, intersect_sets
+from overlap._kernels._bounds cimport DICE, loose_need, score
+from overlap._kernels._setops cimport intersect_bags, intersect_sets
 from overlap._kernels._signatures cimport can_reach
 from overlap._kernels._types cimport Coll, Index, REC, SIGW
 
@@ -40,7 +41,7 @@ cdef inline double exact_score(const Coll* Q, int64_t qi, const Coll* R, int64_t
             inter = skip_inter
         else:
             inter = field_inter(Q, qi, R, ri, f)
-        d = dice(inter, Q.sz[f * Q.n + qi], R.sz[f * R.n + ri])
+        d = score(DICE, inter, Q.sz[f * Q.n + qi], R.sz[f * R.n + ri])
         if d < s:
             s = d
         if s == 0.0:
@@ -127,10 +128,8 @@ cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const
         b0 = rec[REC * f + 1]
         b1 = rec[REC * f + 2]
         qs = Q.sz[f * Q.n + qi]
-        # the smallest count that is not surely below the cut
-        need = <int64_t>(cut * <double>(qs + rs) * 0.5)
-        if need > 0:
-            need -= 1
+        # no more than the smallest count that reaches the cut
+        need = loose_need(DICE, cut, qs, rs)
         if f == known_field:
             inter = known_inter
         elif Q.c != NULL:
@@ -140,7 +139,7 @@ cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const
             inter = bounded_inter_sets(Q.h + a0, a1 - a0, R.h + b0, b1 - b0, need)
         if inter < 0:
             return 0.0
-        dd = dice(inter, qs, rs)
+        dd = score(DICE, inter, qs, rs)
         if dd < s:
             s = dd
         if s == 0.0:

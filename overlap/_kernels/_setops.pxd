@@ -1,13 +1,7 @@
-# Set operations on sorted hash rows: sorted-merge intersections, the Dice
-# ratio from integer counts and the running top-k.
+# Set operations on sorted hash rows: sorted-merge intersections and the
+# running top-k.  (Scores come from _bounds.score.)
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t
-
-cdef inline double dice(int64_t inter, int64_t size_a, int64_t size_b) noexcept nogil:
-    """Dice ratio 2*inter/(a+b), 0 when both sets are empty (SPEC 2)."""
-    if size_a + size_b == 0:
-        return 0.0
-    return 2.0 * <double>inter / <double>(size_a + size_b)
 
 cdef inline int64_t intersect_sets(const uint64_t* a, int64_t na,
                                    const uint64_t* b, int64_t nb) noexcept nogil:

@@ -3,6 +3,7 @@
 
 from libc.stdint cimport uint64_t, int64_t, int32_t
 
+from overlap._kernels._bounds cimport DICE, differing_may_reach
 from overlap._kernels._hash cimport fmix64
 from overlap._kernels._types cimport Coll, SIGW
 
@@ -30,20 +31,14 @@ cdef inline void row_signature(const uint64_t* h, int64_t n, uint64_t* sig) noex
 
 cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const uint64_t* rsig,
                            double cut) noexcept nogil:
-    """False when the Dice ratio of the two rows is surely below ``cut``.
-
-    A bit set on one side only stands for at least one token of that side
-    missing on the other, so 2*inter <= qs + rs - popcount(qsig ^ rsig); the
-    length filter 2*inter <= 2*min(qs, rs) is folded in.
-    """
-    cdef int64_t ub2 = qs + rs
+    """False when the score of the two rows is surely below ``cut``: their
+    signatures differ in d bits, so they share at most (qs + rs - d) / 2
+    tokens (differing_may_reach)."""
+    cdef int64_t d = 0
     cdef int w
     for w in range(SIGW):
-        ub2 -= popcount64(qsig[w] ^ rsig[w])
-    cdef int64_t m2 = 2 * (qs if qs < rs else rs)
-    if m2 < ub2:
-        ub2 = m2
-    return <double>ub2 >= cut * <double>(qs + rs)
+        d += popcount64(qsig[w] ^ rsig[w])
+    return differing_may_reach(DICE, qs, rs, d, cut)
 
 
 cdef inline uint64_t row_sig64(const Coll* C, int64_t i) noexcept nogil:

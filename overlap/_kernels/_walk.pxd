@@ -3,10 +3,13 @@
 # with the length filter and the signature test it applies.  All cdef inline:
 # the phases call these per entry.
 
-from libc.math cimport ceil
 from libc.stdint cimport uint64_t, int64_t, int32_t
 
 from overlap._kernels cimport _limits
+from overlap._kernels._bounds cimport (
+    DICE, differing_may_reach, may_reach, reach_count, reaching_bits, rest_caps_window,
+    size_window,
+)
 from overlap._kernels._signatures cimport popcount64
 from overlap._kernels._types cimport Entry, Group, Index, TokenInfo, overlap_prefetch
 
@@ -28,39 +31,9 @@ ctypedef struct SigFilter:
     int b                # bits per field
     int driver           # the scanned field: the entry gives the reference's size in it
     int64_t q            # the query's size in the scanned field
-    double cut           # the scan's cut, lowered by a relative 1e-9
+    double cut           # the scan's cut (a prune_cut)
     int allowed[_limits.MAX_FIELDS]   # other fields: most differing bits a match can show
 
-
-
-cdef inline bint passes_length(int64_t a, int64_t b, double cut) noexcept nogil:
-    """The length filter: 2*min(a, b) >= cut*(a + b), in the bounds' own arithmetic."""
-    return 2.0 * <double>(a if a < b else b) >= cut * <double>(a + b)
-
-
-cdef inline void size_window(int64_t q, double cut, int64_t* lo, int64_t* hi) noexcept nogil:
-    """Reference sizes [lo, hi] that pass the length filter against a query of size q.
-
-    Closed-form guesses, then corrected by the filter's own float test, so the
-    window is exactly the set of sizes passes_length accepts.
-    """
-    cdef double guess
-    cdef int64_t top = 2147483647
-    if cut <= 0.0:
-        lo[0] = 0
-        hi[0] = top
-        return
-    lo[0] = <int64_t>(cut * <double>q / (2.0 - cut))
-    while lo[0] > 0 and passes_length(q, lo[0] - 1, cut):
-        lo[0] -= 1
-    while lo[0] < q and not passes_length(q, lo[0], cut):
-        lo[0] += 1
-    guess = (2.0 - cut) * <double>q / cut
-    hi[0] = top if guess >= <double>top else <int64_t>guess
-    while hi[0] > q and not passes_length(q, hi[0], cut):
-        hi[0] -= 1
-    while hi[0] < top and passes_length(q, hi[0] + 1, cut):
-        hi[0] += 1
 
 
 cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexcept nogil:
@@ -71,7 +44,7 @@ cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexc
     for g in range(sf.F):
         d = popcount64((x >> (g * sf.b)) & sf.mask)
         if g == sf.driver:
-            if <double>(sf.q + z - d) < sf.cut * <double>(sf.q + z):
+            if not differing_may_reach(DICE, sf.q, z, d, sf.cut):
                 return False
         elif d > sf.allowed[g]:
             return False
@@ -141,31 +114,6 @@ ctypedef struct Walk:
                          # the scanned field for the open group's size (-1: none pass)
 
 
-cdef inline bint rest_caps_window(int64_t q, int64_t rest, double cut,
-                                  int64_t* zhi) noexcept nogil:
-    """Lower zhi to the largest size z with 2*rest >= cut*(q + z); True if it moved.
-
-    Every entry of a larger size fails the positional filter
-    2*min(e, rest) >= cut*(q + z) whatever its e, so the walk stops there.
-    """
-    cdef double guess
-    cdef int64_t z
-    if cut <= 0.0:
-        return False
-    guess = 2.0 * <double>rest / cut - <double>q
-    if guess >= <double>zhi[0]:
-        return False
-    z = <int64_t>guess if guess > -1.0 else -1
-    while z + 1 <= zhi[0] and 2.0 * <double>rest >= cut * <double>(q + z + 1):
-        z += 1
-    while z >= 0 and 2.0 * <double>rest < cut * <double>(q + z):
-        z -= 1
-    if z >= zhi[0]:
-        return False
-    zhi[0] = z
-    return True
-
-
 cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int64_t rest,
                             double cut, int64_t zmin) noexcept nogil:
     """Start a walk over posting vid for a query of size q with mass rest left;
@@ -178,10 +126,10 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     w.n_read = 0
     cdef const TokenInfo* ti = &X.tinfo[vid]
     w.post_end = ti.end
-    size_window(q, cut, &w.zlo, &w.zhi)
+    size_window(DICE, q, cut, &w.zlo, &w.zhi)
     if zmin > w.zlo:
         w.zlo = zmin
-    if rest_caps_window(q, rest, cut, &w.zhi):
+    if rest_caps_window(DICE, q, rest, cut, &w.zhi):
         w.cut_short = True
     w.g = ti.g0
     w.g_end = ti.g0 + ti.ng
@@ -201,7 +149,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
             if gr.size > w.zhi:
                 break
             e = gr.top if gr.top < rest else rest
-            if 2.0 * <double>e >= cut * <double>(q + gr.size):
+            if may_reach(DICE, e, q, gr.size, cut):
                 overlap_prefetch(&X.psuf[gr.start])
                 overlap_prefetch(&X.psig[gr.start])
             g += 1
@@ -212,7 +160,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
 
 cdef inline int64_t walk_next(Walk* w) noexcept nogil:
     """Short postings: the next entry that passes the size window and
-    2*min(e, rest) >= cut*(q + z), or -1 (grouped walks: see walk_open_group).
+    may_reach(min(e, rest), q, z), or -1 (grouped walks: see walk_open_group).
 
     Entries are sorted by size, then by e descending; a short posting is
     read entry by entry.
@@ -229,26 +177,11 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
             continue
         w.n_read += 1
         e = psuf[w.p - 1]
-        if 2.0 * <double>(e if e < w.rest else w.rest) >= w.cut * <double>(w.q + z):
+        if may_reach(DICE, e if e < w.rest else w.rest, w.q, z, w.cut):
             w.z = z
             return w.p - 1
         w.cut_short = True
     return -1
-
-
-cdef inline int sig_driver_bits(const SigFilter* sf, int64_t z) noexcept nogil:
-    """The most bits the scanned field's signatures may differ by for a
-    reference of size z there to pass sig_admits (-1: none passes)."""
-    cdef int64_t n = sf.q + z
-    cdef double c = sf.cut * <double>n
-    cdef int64_t d = <int64_t>(<double>n - c) if <double>n - c > -1.0 else -1
-    if d > sf.b:
-        d = sf.b
-    while d < sf.b and <double>(n - d - 1) >= c:
-        d += 1
-    while d >= 0 and <double>(n - d) < c:
-        d -= 1
-    return <int>d
 
 
 cdef inline void prefetch_group(const Index* X, int64_t g, int64_t end) noexcept nogil:
@@ -275,7 +208,6 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
     cdef const Group* grp
     cdef const int32_t* psuf = w.X.psuf
     cdef int64_t z, e, p, gend, emin, rest = w.rest
-    cdef double need
     while True:
         w.g += 1
         if w.g >= w.g_end:
@@ -284,9 +216,8 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
         z = grp.size
         if z > w.zhi:
             return False
-        need = w.cut * <double>(w.q + z)
         e = grp.top
-        if 2.0 * <double>(e if e < rest else rest) < need:
+        if not may_reach(DICE, e if e < rest else rest, w.q, z, w.cut):
             # the group's largest suffix mass fails: skip it unread
             w.cut_short = True
             continue
@@ -295,10 +226,9 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
             prefetch_group(w.X, w.g + GROUPS_AHEAD,
                            grp[GROUPS_AHEAD + 1].start if w.g + GROUPS_AHEAD + 1 < w.g_end
                            else w.post_end)
-        # an entry passes when 2.0 * min(e, rest) >= need; rest passes (the
-        # top did), so exactly when e >= ceil(need / 2): need / 2 is exact in
-        # binary floating point, and an integer e is >= x iff it is >= ceil(x)
-        emin = <int64_t>ceil(0.5 * need)
+        # an entry passes when may_reach(min(e, rest)); rest passes (the top
+        # did), so exactly when e reaches the smallest count that passes
+        emin = reach_count(DICE, w.q, z, w.cut)
         p = grp.start + 1   # its first entry holds the top, which passed
         while p < gend and psuf[p] >= emin:
             p += 1
@@ -310,7 +240,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
         w.p = grp.start
         w.end = p
         if sf.active:
-            w.sig_driver = sig_driver_bits(sf, z)
+            w.sig_driver = reaching_bits(DICE, sf.q, z, sf.cut, sf.b)
         return True
 
 
