@@ -28,8 +28,8 @@ from .._fields import as_fields
 from .._progress import ProgressArg, check_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_unit_interval, type_name
-from ..dedup import DedupResult, dedup, exact_duplicates
-from ..search import OverlapIndex, max_overlap
+from ..dedup import DedupResult, dedup, exact_duplicates, self_join_edges
+from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples, make_samples
 from .report import SampleCounts
@@ -331,18 +331,10 @@ def dedup_first_fields(fields: tuple, threshold: float, nt: int, progress: Progr
     """:func:`dedup_first` of fields already tokenized, with checked arguments
     (the pipeline's steps call it; ``log`` gets the step lines)."""
     n = len(fields[0])
-    t = max(threshold, float(np.nextafter(0.0, 1.0)))
     if n < 2:
         return DedupResult(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), 1,
                            np.arange(n, dtype=np.int64), 0)
-    # log (the command line's step lines): the phases without a bar get a line
-    index = OverlapIndex._build(as_fields(fields, "units"), "units", nt, as_queries=True)
-    if log is not None:
-        log(f"dedup: joining {n:,} units with themselves")
-    j = index.join(None, threshold=t, n_threads=nt, progress=progress)
-    del index
-    strict = j.score > threshold
-    left, right = j.left[strict], j.right[strict]
+    left, right, _ = self_join_edges(as_fields(fields, "units"), threshold, nt, progress, log)
     if log is not None:
         log(f"dedup: keeping the first of {left.shape[0]:,} pairs above the threshold")
     order = np.lexsort((left, right))
