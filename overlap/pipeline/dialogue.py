@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._lines import bounded_lines, decode_line
-from .._progress import LineProgress, ProgressArg, check_progress
+from .._lines import EOU  # the utterance terminator, re-exported
+from .._progress import ProgressArg, check_progress
+from .._readers import Lines, dialogue_lines, parse_dialogue
 from .._validation import check_int, row_indices, type_name
 from .output import atomic_write
 
@@ -26,14 +27,6 @@ __all__ = [
     "format_dialogue",
     "write_dialogues",
 ]
-
-#: Utterance terminator of DailyDialog-style files.
-EOU = "__eou__"
-
-
-def parse_dialogue(line: str) -> list[str]:
-    """Split one DailyDialog line into stripped utterances (empty ones dropped)."""
-    return [u.strip() for u in line.split(EOU) if u.strip()]
 
 
 def read_dialogues(path: str | os.PathLike, *,
@@ -65,32 +58,13 @@ def read_dialogues(path: str | os.PathLike, *,
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
     check_progress(progress)
-    dialogues = []
-    p = os.fspath(path)
-    lineno = 0
-    mask = LineProgress.MASK
-    with open(p, "rb") as fh:
-        read = LineProgress(progress, fh, os.fstat(fh.fileno()).st_size, "read")
-        try:
-            for n_raw, raw in enumerate(bounded_lines(fh, p, max_line_bytes), start=1):
-                if not n_raw & mask:
-                    read.tick()
-                # universal newlines: \r\n, \n and a lone \r each end a line
-                for part in raw.replace(b"\r\n", b"\n").split(b"\r"):
-                    if not part:
-                        continue
-                    lineno += 1
-                    line = decode_line(part, p, lineno, first=lineno == 1)
-                    if not line.strip():
-                        continue
-                    utts = parse_dialogue(line)
-                    if not utts:
-                        raise ValueError(f"{p}:{lineno}: no utterance on this line")
-                    dialogues.append(utts)
-        except BaseException:
-            read.close(complete=False)
-            raise
-        read.close()
+    src = Lines(os.fspath(path), max_line_bytes, progress)
+    complete = False
+    try:
+        dialogues = [utts for _, utts in dialogue_lines(src)]
+        complete = True
+    finally:
+        src.close(complete)
     return dialogues
 
 
