@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,7 +126,7 @@ def make_samples(
     if isinstance(dialogues, (str, bytes)):
         raise TypeError("dialogues must be a sequence of utterance lists, got a str")
     ctx, rsp, did, tid = [], [], [], []
-    for d, utts in enumerate(_iter_dialogues(dialogues)):
+    for d, utts in enumerate(checked_dialogues(dialogues)):
         for t in range(1, len(utts)):
             ctx.append(separator.join(utts[max(0, t - turns):t]))
             rsp.append(utts[t])
@@ -135,13 +135,16 @@ def make_samples(
     return Samples(ctx, rsp, np.asarray(did, dtype=np.int64), np.asarray(tid, dtype=np.int64))
 
 
-def _iter_dialogues(dialogues: Iterable) -> Iterable[Sequence[str]]:
+def checked_dialogues(dialogues: Iterable, name: str = "dialogues"
+                      ) -> Iterator[Sequence[str]]:
+    """Every dialogue of ``dialogues``, each checked to be a list of str
+    (errors name it ``name[d]`` or ``name[d][u]``)."""
     for d, utts in enumerate(dialogues):
         if isinstance(utts, str) or not isinstance(utts, Sequence):
-            raise TypeError(f"dialogues[{d}] must be a list of str, got {type_name(utts)}")
+            raise TypeError(f"{name}[{d}] must be a list of str, got {type_name(utts)}")
         for u, x in enumerate(utts):
             if not isinstance(x, str):
-                raise TypeError(f"dialogues[{d}][{u}] must be str, got {type_name(x)}")
+                raise TypeError(f"{name}[{d}][{u}] must be str, got {type_name(x)}")
         yield utts
 
 
@@ -253,7 +256,7 @@ def write_dialogues(path: str | os.PathLike, dialogues: Sequence[Sequence[str]])
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
     if isinstance(dialogues, (str, bytes)):
         raise TypeError("dialogues must be a sequence of utterance lists, got a str")
-    lines = [format_dialogue(utts) for utts in _iter_dialogues(dialogues) if len(utts)]
+    lines = [format_dialogue(utts) for utts in checked_dialogues(dialogues) if len(utts)]
     with atomic_write(path, "w", encoding="utf-8", newline="\n") as fh:
         for line in lines:
             fh.write(line + "\n")

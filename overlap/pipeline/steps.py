@@ -31,7 +31,7 @@ from .._validation import check_int, check_unit_interval, type_name
 from ..dedup import DedupResult, dedup, exact_duplicates, self_join_edges
 from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
-from .dialogue import Samples, make_samples
+from .dialogue import Samples, checked_dialogues, make_samples
 from .report import SampleCounts
 from .scanning import DEFAULT_TOKENIZER, tokenize_fields
 
@@ -54,15 +54,7 @@ KEEP = ("most-overlapped", "first")
 def _dialogue_texts(dialogues: Sequence[Sequence[str]], name: str) -> list[str]:
     if isinstance(dialogues, (str, bytes)) or not isinstance(dialogues, Sequence):
         raise TypeError(f"{name} must be a sequence of utterance lists, got {type_name(dialogues)}")
-    texts = []
-    for d, utts in enumerate(dialogues):
-        if isinstance(utts, str) or not isinstance(utts, Sequence):
-            raise TypeError(f"{name}[{d}] must be a list of str, got {type_name(utts)}")
-        for u, x in enumerate(utts):
-            if not isinstance(x, str):
-                raise TypeError(f"{name}[{d}][{u}] must be str, got {type_name(x)}")
-        texts.append(" ".join(utts))
-    return texts
+    return [" ".join(utts) for utts in checked_dialogues(dialogues, name)]
 
 
 def dedup_dialogues(
