@@ -45,6 +45,8 @@ DIALOGUE_FIELDS = ("context", "response")
 #: Longest CSV field read (the csv module's default, 131,072 characters, is far
 #: shorter than the texts this library writes; a C long bounds it).
 CSV_FIELD_LIMIT = 2**31 - 1
+#: CSV rows parsed at a time.
+CSV_BATCH = 1024
 
 
 # ------------------------------------------------------------------ errors
@@ -198,21 +200,32 @@ def _read_csv(path: str, delimiter: str, max_line_bytes: int | None,
         src.close(False)
         raise ValueError(f"{path}:1: duplicate column names in the header")
 
+    width = len(header)
+
     def rows() -> Iterator[tuple[int, dict]]:
+        batch: list[tuple[int, list[str]]] = []
         while True:
+            # CSV_BATCH rows at a time under the lifted limit, which is not held
+            # between batches (other readers run meanwhile)
+            bad = None
             try:
-                with long_csv_fields():  # not held between rows: others read meanwhile
-                    rec = next(reader, None)
+                with long_csv_fields():
+                    for rec in reader:
+                        if rec:
+                            batch.append((src.line, rec))
+                            if len(batch) == CSV_BATCH:
+                                break
             except csv.Error as e:
-                raise ValueError(f"{path}:{src.line}: bad {kind}: {e}") from None
-            if rec is None:
+                bad = ValueError(f"{path}:{src.line}: bad {kind}: {e}")
+            for n, rec in batch:  # the rows before a bad one first
+                if len(rec) != width:
+                    raise ValueError(f"{path}:{n}: {len(rec)} fields, the header has {width}")
+                yield n, dict(zip(header, rec))
+            if bad is not None:
+                raise bad
+            if not batch:
                 return
-            if not rec:
-                continue
-            if len(rec) != len(header):
-                raise ValueError(f"{path}:{src.line}: {len(rec)} fields, the header "
-                                 f"has {len(header)}")
-            yield src.line, dict(zip(header, rec))
+            batch.clear()
 
     return src.records(rows(), list(header))
 

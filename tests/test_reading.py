@@ -358,3 +358,12 @@ def test_a_bad_parquet_file_gets_one_error_whichever_reader_reads_it(tmp_path):
     whole = _error(lambda: read_fields(p, "body"))
     assert whole == _error(lambda: list(read_chunks(p, "body")))
     assert "t.parquet: no column 'body' (columns: text, n)" in whole
+
+
+def test_long_csv_fields_and_a_bom_read_the_same_both_ways(tmp_path):
+    p = tmp_path / "long.csv"
+    long = "w " * 100_000  # longer than the csv module's default field limit
+    p.write_bytes(("\ufefftext,id\n" + f"{long},1\nshort,2\n").encode())
+    cols, _ = read_fields(p, "text")
+    streamed = [t for c in read_chunks(p, "text", chunk_rows=1) for t in c.columns["text"]]
+    assert cols == [streamed] == [[long, "short"]]

@@ -96,7 +96,9 @@ def _collect(src: Records, fields: Sequence[str] | None = None
     every record without it).  ``fields`` are checked on every record as the
     streaming reader checks them (present, a string).
     """
-    cols: dict[str, list] = {c: [] for c in src.columns} if src.columns is not None else {}
+    fixed = src.columns is not None  # every record has these keys, in this order
+    cols: dict[str, list] = {c: [] for c in src.columns} if fixed else {}  # type: ignore
+    lists = list(cols.values())
     numbers: list[int] = []
     absent: dict[str, tuple[int, list]] = {}
     complete = False
@@ -108,6 +110,11 @@ def _collect(src: Records, fields: Sequence[str] | None = None
                         raise no_field(src.at(n), f, list(rec))
                     if not isinstance(rec[f], str):
                         raise not_a_string(src.at(n), f, rec[f])
+            if fixed:
+                numbers.append(n)
+                for lst, v in zip(lists, rec.values()):
+                    lst.append(v)
+                continue
             if len(rec) != len(cols) or any(k not in cols for k in rec):
                 for k in rec:
                     if k not in cols:
