@@ -11,7 +11,7 @@ from libc.math cimport sqrt, floor, isnan
 from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memset, memcpy
 from libc.stdint cimport int64_t, uint64_t
-from metrics._sortcount cimport insertion_count, merge_count, sort_count
+from metrics._sortcount cimport parallel_sort_count, sort_count
 from metrics._checks cimport check_indices, check_segments
 from metrics._moments cimport (MOMENT_FIELDS, block_moments, block_moments_plain,
                                merge_moments, zero_moments)
@@ -275,48 +275,6 @@ cdef int _cmp_double(const void* a, const void* b) noexcept nogil:
     return (u > w) - (u < w)
 
 
-cdef int64_t _count_inversions(double* a, double* buf, Py_ssize_t n,
-                               int n_threads) noexcept nogil:
-    """Sort a[0:n] ascending (result left in a) and return its strict inversions.
-
-    Bottom-up merge sort; runs of 32 start with insertion sort; at every level
-    the merges run in parallel.  Integer counts: thread count cannot matter.
-    """
-    cdef Py_ssize_t RUN = 32, n_runs, r, width, lo, mid, hi, n_pairs, p
-    cdef int64_t total = 0
-    cdef double* src = a
-    cdef double* dst = buf
-    cdef double* tmp
-    if n_threads <= 1 or n < (1 << 16):
-        return sort_count(a, buf, n)
-    n_runs = (n + RUN - 1) // RUN
-    for r in prange(n_runs, num_threads=n_threads, schedule='dynamic', chunksize=64):
-        lo = r * RUN
-        hi = lo + RUN
-        if hi > n:
-            hi = n
-        total += insertion_count(a + lo, hi - lo)
-    width = RUN
-    while width < n:
-        n_pairs = (n + 2 * width - 1) // (2 * width)
-        for p in prange(n_pairs, num_threads=n_threads, schedule='dynamic'):
-            lo = p * 2 * width
-            mid = lo + width
-            if mid > n:
-                mid = n
-            hi = lo + 2 * width
-            if hi > n:
-                hi = n
-            total += merge_count(src, dst, lo, mid, hi)
-        tmp = src
-        src = dst
-        dst = tmp
-        width *= 2
-    if src != a:
-        memcpy(a, src, n * sizeof(double))
-    return total
-
-
 cdef inline void _tie_sums(const double* v, Py_ssize_t n, int64_t* pairs,
                            double* s0, double* s1) noexcept nogil:
     """For runs of equal values in sorted v: sum C(c,2), c(c-1)(c-2), c(c-1)(2c+5)."""
@@ -376,7 +334,7 @@ def kendall_general(const double[::1] x, const double[::1] y,
                 j += 1
             ntie += (<int64_t>(j - i)) * (j - i - 1) // 2
             i = j
-        dis = _count_inversions(&ys[0], &buf[0], n, n_threads)
+        dis = parallel_sort_count(&ys[0], &buf[0], n, n_threads)
         _tie_sums(&ys[0], n, &ytie, &y0, &y1)
     return dis, xtie, ytie, ntie, x0, x1, y0, y1
 

@@ -18,7 +18,7 @@ from libc.stdlib cimport malloc, free, qsort
 from libc.string cimport memcpy, memset
 from libc.stdint cimport int64_t, uint64_t, uint32_t
 
-from metrics._sortcount cimport insertion_count, merge_split, merge_two, sort_count
+from metrics._sortcount cimport insertion_count, parallel_sort_count
 
 import numpy as np
 
@@ -26,7 +26,6 @@ cdef enum:
     DIGIT_BITS = 11
     N_BUCKETS = 2048          # 2 ** DIGIT_BITS
     N_DIGITS = 6              # ceil(63 / DIGIT_BITS): at most 63 prefix bits
-    BLOCK = 65536             # elements merge-sorted by one task (fits in L2)
     SMALL_RUN = 24            # tie runs up to this long use insertion sort
 
 cdef uint64_t DIGIT_MASK = N_BUCKETS - 1
@@ -245,97 +244,6 @@ def average_ranks2(const double[::1] x, const double[::1] y, double[::1] rx,
 
 # ---------------------------------------------------------------- inversions
 
-cdef inline int64_t _block_sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogil:
-    """Sort a[0:n] in place (buf is scratch) and return its strict inversions."""
-    return sort_count(a, buf, n)
-
-
-cdef int64_t _merge_segment(const uint32_t* src, uint32_t* dst, Py_ssize_t lo,
-                            Py_ssize_t mid, Py_ssize_t hi, Py_ssize_t k0,
-                            Py_ssize_t k2) noexcept nogil:
-    """Outputs k0..k2 of the merge of src[lo:mid] and src[mid:hi], into dst[lo + k0:]."""
-    cdef const uint32_t* A = src + lo
-    cdef const uint32_t* B = src + mid
-    cdef Py_ssize_t na = mid - lo, nb = hi - mid, k1 = (k0 + k2) // 2
-    cdef Py_ssize_t i0 = merge_split(A, na, B, nb, k0)
-    cdef Py_ssize_t i1 = merge_split(A, na, B, nb, k1)
-    cdef Py_ssize_t i2 = merge_split(A, na, B, nb, k2)
-    return merge_two(A, na, B, i0, i1, i2, k0, k1, k2, dst + lo + k0)
-
-
-cdef int64_t _merge_passes(uint32_t* a, uint32_t* buf, Py_ssize_t n,
-                          Py_ssize_t width) noexcept nogil:
-    """Merge sorted runs of ``width`` bottom-up until a[0:n] is sorted (in place).
-
-    Returns the strict inversions counted by the merges.
-    """
-    cdef Py_ssize_t lo, mid, hi
-    cdef int64_t inv = 0
-    cdef uint32_t* src = a
-    cdef uint32_t* dst = buf
-    cdef uint32_t* tmp
-    while width < n:
-        lo = 0
-        while lo < n:
-            mid = lo + width
-            if mid > n:
-                mid = n
-            hi = lo + 2 * width
-            if hi > n:
-                hi = n
-            inv += _merge_segment(src, dst, lo, mid, hi, 0, hi - lo)
-            lo = hi
-        tmp = src; src = dst; dst = tmp
-        width *= 2
-    if src != a:
-        memcpy(a, src, n * sizeof(uint32_t))
-    return inv
-
-
-cdef int64_t _sort_count(uint32_t* a, uint32_t* buf, Py_ssize_t n) noexcept nogil:
-    """Serial: sort a[0:n] in place and return its strict inversions.
-
-    Blocks of BLOCK elements are sorted one after the other (each in cache),
-    then merged bottom-up.
-    """
-    cdef Py_ssize_t lo = 0, hi
-    cdef int64_t inv = 0
-    while lo < n:
-        hi = lo + BLOCK
-        if hi > n:
-            hi = n
-        inv += _block_sort_count(a + lo, buf + lo, hi - lo)
-        lo = hi
-    return inv + _merge_passes(a, buf, n, BLOCK)
-
-
-cdef int64_t _count_inversions(uint32_t* a, uint32_t* buf, Py_ssize_t n,
-                               int n_threads) noexcept nogil:
-    """Sort a[0:n] ascending (in place) and return its strict inversions.
-
-    With several threads, a is cut into a power-of-two number of pieces (at
-    least two per thread) that are sorted and counted independently, in one
-    parallel region; the pieces are then merged serially.  There is a single
-    barrier, so a descheduled thread on a busy machine stalls the others at
-    most once.  Integer counts: the thread count cannot change the result.
-    """
-    cdef Py_ssize_t pieces = 1, piece, q, lo, hi
-    cdef int64_t total = 0
-    if n_threads <= 1 or n < 4 * BLOCK:
-        return _sort_count(a, buf, n)
-    while pieces < 2 * n_threads:
-        pieces *= 2
-    piece = (n + pieces - 1) // pieces
-    for q in prange(pieces, num_threads=n_threads, schedule='dynamic', chunksize=1):
-        lo = q * piece
-        hi = lo + piece
-        if hi > n:
-            hi = n
-        if lo < hi:
-            total += _sort_count(a + lo, buf + lo, hi - lo)
-    return total + _merge_passes(a, buf, n, piece)
-
-
 def count_inversions(uint32_t[::1] a, int n_threads):
     """Sort ``a`` in place and return the number of pairs i < j with a[i] > a[j]."""
     cdef Py_ssize_t n = a.shape[0]
@@ -345,7 +253,7 @@ def count_inversions(uint32_t[::1] a, int n_threads):
     buf = np.empty(n, dtype=np.uint32)
     cdef uint32_t[::1] b = buf
     with nogil:
-        inv = _count_inversions(&a[0], &b[0], n, n_threads)
+        inv = parallel_sort_count(&a[0], &b[0], n, n_threads)
     return inv
 
 
@@ -470,5 +378,5 @@ def kendall_counts(const double[::1] x, const double[::1] y, int n_threads):
                     ntie += (<int64_t>(t - k)) * (t - k - 1) // 2
                     k = t
             i = j
-        dis = _count_inversions(p, &ry[0], n, nt)
+        dis = parallel_sort_count(p, &ry[0], n, nt)
     return dis, xtie, ytie, ntie, x0, x1, y0, y1

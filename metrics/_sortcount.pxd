@@ -7,8 +7,12 @@
 #   merge_split(A, na, B, nb, k)      how many of the first k merged outputs are A's
 #   merge_two(...)                    outputs k0..k2 of a merge as two chains
 #   merge_count(src, dst, lo, mid, hi)  merge two sorted runs, count inversions
+#   merge_passes(a, buf, n, width)    bottom-up merges of sorted runs of width
 #   sort_count(a, buf, n)             insertion runs + bottom-up merges (in place)
+#   block_sort_count(a, buf, n)       sort_count of BLOCK-sized blocks, then merges
+#   parallel_sort_count(a, buf, n, nt)  the parallel counter: pieces on nt threads
 
+from cython.parallel cimport prange
 from libc.stdint cimport int64_t, uint32_t
 from libc.string cimport memcpy
 
@@ -19,6 +23,7 @@ ctypedef fused sortable:
 
 cdef enum:
     INSERTION_RUN = 16        # runs sorted by insertion before merging
+    BLOCK = 65536             # elements merge-sorted by one task (fits in L2)
 
 
 cdef inline int64_t insertion_count(sortable* a, Py_ssize_t n) noexcept nogil:
@@ -126,22 +131,16 @@ cdef inline int64_t merge_count(sortable* src, sortable* dst, Py_ssize_t lo,
     return merge_two(src + lo, mid - lo, src + mid, 0, im, mid - lo, 0, km, hi - lo, dst + lo)
 
 
-cdef inline int64_t sort_count(sortable* a, sortable* buf, Py_ssize_t n) noexcept nogil:
-    """Sort a[0:n] in place (buf: n elements of scratch); return its strict
-    inversions.  Insertion-sorted runs of INSERTION_RUN, then bottom-up merges."""
-    cdef Py_ssize_t lo, hi, mid, width
+cdef inline int64_t merge_passes(sortable* a, sortable* buf, Py_ssize_t n,
+                                 Py_ssize_t width) noexcept nogil:
+    """Merge the sorted runs of ``width`` of a[0:n] bottom-up until it is sorted
+    (in place; buf: n elements of scratch); return the strict inversions the
+    merges count."""
+    cdef Py_ssize_t lo, hi, mid
     cdef int64_t inv = 0
     cdef sortable* src = a
     cdef sortable* dst = buf
     cdef sortable* tmp
-    lo = 0
-    while lo < n:
-        hi = lo + INSERTION_RUN
-        if hi > n:
-            hi = n
-        inv += insertion_count(a + lo, hi - lo)
-        lo = hi
-    width = INSERTION_RUN
     while width < n:
         lo = 0
         while lo < n:
@@ -158,3 +157,59 @@ cdef inline int64_t sort_count(sortable* a, sortable* buf, Py_ssize_t n) noexcep
     if src != a:
         memcpy(a, src, n * sizeof(sortable))
     return inv
+
+
+cdef inline int64_t sort_count(sortable* a, sortable* buf, Py_ssize_t n) noexcept nogil:
+    """Sort a[0:n] in place (buf: n elements of scratch); return its strict
+    inversions.  Insertion-sorted runs of INSERTION_RUN, then bottom-up merges."""
+    cdef Py_ssize_t lo = 0, hi
+    cdef int64_t inv = 0
+    while lo < n:
+        hi = lo + INSERTION_RUN
+        if hi > n:
+            hi = n
+        inv += insertion_count(a + lo, hi - lo)
+        lo = hi
+    return inv + merge_passes(a, buf, n, INSERTION_RUN)
+
+
+cdef inline int64_t block_sort_count(sortable* a, sortable* buf, Py_ssize_t n) noexcept nogil:
+    """Serial :func:`sort_count` of a[0:n] for large n: blocks of BLOCK elements
+    are sorted one after the other (each in cache), then merged bottom-up."""
+    cdef Py_ssize_t lo = 0, hi
+    cdef int64_t inv = 0
+    while lo < n:
+        hi = lo + BLOCK
+        if hi > n:
+            hi = n
+        inv += sort_count(a + lo, buf + lo, hi - lo)
+        lo = hi
+    return inv + merge_passes(a, buf, n, BLOCK)
+
+
+cdef inline int64_t parallel_sort_count(sortable* a, sortable* buf, Py_ssize_t n,
+                                     int n_threads) noexcept nogil:
+    """Sort a[0:n] ascending (in place; buf: n elements of scratch) and return
+    its strict inversions, on ``n_threads`` threads.
+
+    a is cut into a power-of-two number of pieces (at least two per thread)
+    that are sorted and counted independently, in one parallel region; the
+    pieces are then merged serially.  There is a single barrier, so a
+    descheduled thread on a busy machine stalls the others at most once.
+    Integer counts: the thread count cannot change the result.
+    """
+    cdef Py_ssize_t pieces = 1, piece, q, lo, hi
+    cdef int64_t total = 0
+    if n_threads <= 1 or n < 4 * BLOCK:
+        return block_sort_count(a, buf, n)
+    while pieces < 2 * n_threads:
+        pieces *= 2
+    piece = (n + pieces - 1) // pieces
+    for q in prange(pieces, num_threads=n_threads, schedule='dynamic', chunksize=1):
+        lo = q * piece
+        hi = lo + piece
+        if hi > n:
+            hi = n
+        if lo < hi:
+            total += block_sort_count(a + lo, buf + lo, hi - lo)
+    return total + merge_passes(a, buf, n, piece)

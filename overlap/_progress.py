@@ -1,4 +1,12 @@
-"""Progress reporting between kernel chunks (tqdm when installed)."""
+"""Progress reporting: the one progress bar of the library and the command line.
+
+``progress=`` arguments (:data:`ProgressArg`) are False/None (silent), True (a
+bar on stderr) or a callable ``f(done, total)``.  A bar is tqdm on a terminal
+when tqdm is installed (the optional ``progress`` extra, imported only when a
+bar is made), else :class:`TextBar`: on a terminal a line redrawn with ``\\r``;
+in a log (stderr not a terminal) a plain line at most every
+:data:`LOG_INTERVAL` seconds and one at the end, never a carriage return.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +15,13 @@ import time
 from collections.abc import Callable
 from typing import Any, Union
 
+#: What a ``progress=`` argument may be.
 ProgressArg = Union[bool, Callable[[int, int], Any], None]
+
+#: Seconds between two plain progress lines in a log.
+LOG_INTERVAL = 5.0
+#: Seconds between two redraws of a text bar on a terminal.
+REDRAW_INTERVAL = 0.5
 
 
 class _Silent:
@@ -30,28 +44,82 @@ class _Callback:
         pass
 
 
-class _TextBar:
-    """A plain stderr progress line for when tqdm is not installed."""
+def format_bytes(n: float) -> str:
+    """``532 B``, ``1.25 MB``, ``5.00 GB`` (powers of 1000)."""
+    x = float(n)
+    for u in ("B", "kB", "MB", "GB"):
+        if x < 1000:
+            return f"{x:.0f} {u}" if u == "B" else f"{x:.2f} {u}"
+        x /= 1000
+    return f"{x:.2f} TB"
 
-    def __init__(self, total: int, desc: str) -> None:
-        self.total, self.desc, self.done = total, desc, 0
-        self.start = self.last = time.monotonic()
+
+class TextBar:
+    """A progress line on ``stream`` (the bar when tqdm is missing or in a log).
+
+    ``tty``: redrawn with ``\\r`` (at most every :data:`REDRAW_INTERVAL`
+    seconds, and at the end); otherwise a new line at most every ``interval``
+    seconds and one at the end.  Shown from ``delay`` seconds after it is made;
+    rate and ETA count from when it is made.  ``total=0``: the total is not
+    known (no percentage, no ETA).  ``unit="B"`` counts bytes (kB, MB, and a
+    rate in MB/s).
+    """
+
+    def __init__(self, total: int, desc: str, stream: Any, tty: bool, *,
+                 unit: str = "sample", interval: float = LOG_INTERVAL,
+                 delay: float = 0.0) -> None:
+        self.total, self.desc, self.done, self.unit = total, desc, 0, unit
+        self.stream, self.tty, self.interval = stream, tty, interval
+        self.start = time.monotonic()
+        self.visible = self.start + delay
+        self.last_shown = -1e9
+        self.shown_done = -1
+        self.shown = False
+
+    def _count(self, n: float) -> str:
+        return format_bytes(n) if self.unit == "B" else f"{int(n):,}"
+
+    def _line(self, elapsed: float) -> str:
+        if not self.total:  # total unknown
+            what = "" if self.unit in ("B", "sample") else f" {self.unit}"
+            return f"{self.desc}: {self._count(self.done)}{what} {elapsed:5.1f}s"
+        pct = 100.0 * self.done / max(self.total, 1)
+        line = (f"{self.desc}: {self._count(self.done)}/{self._count(self.total)} "
+                f"({pct:5.1f}%) {elapsed:5.1f}s")
+        if self.unit == "B":
+            line += f", {format_bytes(self.done / max(elapsed, 1e-9))}/s"
+        return line + self._eta(elapsed)
+
+    def _eta(self, elapsed: float) -> str:
+        """``, ETA 12s`` from the rate so far (nothing before the first unit or after the last)."""
+        if self.done <= 0 or self.done >= self.total:
+            return ""
+        return f", ETA {elapsed * (self.total - self.done) / self.done:.0f}s"
+
+    def _show(self, now: float) -> None:
+        text = self._line(now - self.start)
+        self.stream.write("\r" + text if self.tty else text + "\n")
+        self.shown, self.last_shown, self.shown_done = True, now, self.done
+        self.stream.flush()
 
     def update(self, n: int) -> None:
         self.done += n
         now = time.monotonic()
-        if now - self.last >= 0.5 or self.done >= self.total:
-            self.last = now
-            pct = 100.0 * self.done / max(self.total, 1)
-            sys.stderr.write(
-                f"\r{self.desc}: {self.done}/{self.total} ({pct:5.1f}%) {now - self.start:6.1f}s"
-            )
-            sys.stderr.flush()
+        if now < self.visible:
+            return
+        wait = REDRAW_INTERVAL if self.tty else self.interval
+        finished = self.tty and self.total and self.done >= self.total
+        if finished or now - self.last_shown >= wait:
+            self._show(now)
 
     def close(self) -> None:
-        if self.done:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+        if not self.shown:
+            return
+        if self.done != self.shown_done:
+            self._show(time.monotonic())
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
 
 
 def check_progress(progress: ProgressArg) -> ProgressArg:
@@ -63,26 +131,41 @@ def check_progress(progress: ProgressArg) -> ProgressArg:
     )
 
 
-def make_progress(progress: ProgressArg, total: int, desc: str, unit: str = "query"):
-    """An object with ``update(n)`` and ``close()``.
+def make_progress(progress: ProgressArg, total: int, desc: str, unit: str = "query", *,
+                  stream: Any = None, tty: bool | None = None, delay: float = 0.0) -> Any:
+    """An object with ``update(n)`` (``n`` more done) and ``close()``.
 
-    ``progress`` may be False/None (silent), True (a tqdm bar on stderr, or a
-    plain text line when tqdm is missing) or a callable ``f(done, total)``.
-    ``unit`` names what is counted on a tqdm bar (``"B"``: bytes, scaled).
+    ``progress``: False/None (silent), True (a bar, see the module notes) or a
+    callable ``f(done, total)``.  ``stream``: where a bar is drawn (default
+    ``sys.stderr``); ``tty``: whether that is a terminal (default: ask it).
+    ``unit`` names what is counted (``"B"``: bytes, scaled); ``total=0`` when
+    it is not known.  ``delay``: seconds before a bar first shows.
     """
     check_progress(progress)
     if progress is None or progress is False:
         return _Silent()
-    if callable(progress):
+    if progress is not True:
         return _Callback(progress, total)
-    if progress is True:
+    if stream is None:
+        stream = sys.stderr
+    if tty is None:
+        tty = bool(getattr(stream, "isatty", lambda: False)())
+    if tty:
         try:
             from tqdm.auto import tqdm
         except ImportError:
-            return _TextBar(total, desc)
-        return tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True,
-                    unit_scale=unit == "B")
-    raise AssertionError("unreachable: check_progress accepted it")  # pragma: no cover
+            tqdm = None
+        if tqdm is not None:
+            kwargs = dict(total=total or None, desc=desc, unit=unit, leave=False,
+                          dynamic_ncols=True, file=stream, mininterval=REDRAW_INTERVAL,
+                          unit_scale=unit == "B")
+            if not delay:
+                return tqdm(**kwargs)
+            try:
+                return tqdm(delay=delay, **kwargs)
+            except TypeError:  # tqdm older than 4.60 has no delay
+                pass
+    return TextBar(total, desc, stream, tty, unit=unit, delay=delay)
 
 
 class LineProgress:

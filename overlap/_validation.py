@@ -74,6 +74,17 @@ def check_unit_interval(value: Any, name: str, *, allow_zero: bool = True) -> fl
     return value
 
 
+def check_join_threshold(threshold: Any) -> float:
+    """A threshold join's ``threshold``: in (0, 1] (at 0 every pair qualifies)."""
+    t = check_unit_interval(threshold, "threshold")
+    if t == 0.0:
+        raise ValueError(
+            "threshold must be > 0: at 0 every pair qualifies (n x m rows); use a small "
+            "positive threshold to list every overlapping pair"
+        )
+    return t
+
+
 def check_texts(texts: Any, name: str = "texts") -> list[str]:
     """A sequence of str (not a single str); returns a list."""
     if isinstance(texts, (str, bytes)):

@@ -14,6 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ._progress import format_bytes, make_progress
+
 __all__ = ["main", "build_parser"]
 
 PROG = "overlap"
@@ -148,8 +150,8 @@ class Console:
             # shown once the step (not the bar) has run for a second: a step
             # whose first update comes late still gets its bar
             ran = 0.0 if self._step_start is None else time.perf_counter() - self._step_start
-            self._bar = _make_bar(total, self.step, self.err, self.tty, unit,
-                                  delay=max(0.0, SHOW_AFTER - ran))
+            self._bar = make_progress(True, total, self.step, unit, stream=self.err,
+                                      tty=self.tty, delay=max(0.0, SHOW_AFTER - ran))
         self._bar.update(done - max(self._last[0], 0))
         self._last = (done, total)
         if done >= total:
@@ -166,95 +168,10 @@ class Console:
 SHOW_AFTER = 1.0
 
 
-class _TextBar:
-    """A progress line that appears once a step has run for a second.
-
-    On a terminal it redraws itself with ``\\r``; in a log (``tty=False``) it
-    writes a new line at most every ``interval`` seconds, and one at the end.
-    It is shown from ``delay`` seconds after it is made (the rest of the
-    step's first second); rate and ETA count from when it is made.
-    """
-
-    def __init__(self, total: int, desc: str, stream: Any, tty: bool,
-                 interval: float = 5.0, unit: str = "sample",
-                 delay: float = SHOW_AFTER) -> None:
-        self.total, self.desc, self.done, self.unit = total, desc, 0, unit
-        self.stream, self.tty, self.interval = stream, tty, interval
-        self.start = time.monotonic()
-        self.visible = self.start + delay
-        self.last_shown = -1e9
-        self.shown = False
-
-    def _line(self, elapsed: float) -> str:
-        pct = 100.0 * self.done / max(self.total, 1)
-        if self.unit == "B":
-            rate = _fmt_bytes(self.done / max(elapsed, 1e-9))
-            return (f"{self.desc}: {_fmt_bytes(self.done)}/{_fmt_bytes(self.total)} "
-                    f"({pct:5.1f}%) {elapsed:5.1f}s, {rate}/s" + self._eta(elapsed))
-        return (f"{self.desc}: {self.done:,}/{self.total:,} ({pct:5.1f}%) {elapsed:5.1f}s"
-                + self._eta(elapsed))
-
-    def _eta(self, elapsed: float) -> str:
-        """``, ETA 12s`` from the rate so far (nothing before the first unit or after the last)."""
-        if self.done <= 0 or self.done >= self.total:
-            return ""
-        return f", ETA {elapsed * (self.total - self.done) / self.done:.0f}s"
-
-    def update(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        elapsed = now - self.start
-        if now < self.visible:
-            return
-        if self.tty:
-            self.stream.write("\r" + self._line(elapsed))
-        elif now - self.last_shown >= self.interval:
-            self.stream.write(self._line(elapsed) + "\n")
-        else:
-            return
-        self.shown, self.last_shown = True, now
-        self.stream.flush()
-
-    def close(self) -> None:
-        if not self.shown:
-            return
-        if self.tty:
-            self.stream.write("\n")
-        elif time.monotonic() - self.last_shown > 0:
-            self.stream.write(self._line(time.monotonic() - self.start) + "\n")
-        self.stream.flush()
-
-
-def _make_bar(total: int, desc: str, stream: Any, tty: bool, unit: str = "sample",
-              delay: float = SHOW_AFTER) -> Any:
-    if not tty:  # a log: plain lines, never carriage returns
-        return _TextBar(total, desc, stream, tty, unit=unit, delay=delay)
-    try:
-        from tqdm.auto import tqdm
-    except ImportError:
-        return _TextBar(total, desc, stream, tty, unit=unit, delay=delay)
-    kwargs = dict(total=total, desc=desc, leave=False, unit=unit, dynamic_ncols=True,
-                  file=stream, mininterval=0.5, unit_scale=unit == "B")
-    try:
-        return tqdm(delay=delay, **kwargs)  # shown only once a step has run for a second
-    except TypeError:  # tqdm older than 4.60 has no delay
-        return _TextBar(total, desc, stream, tty, unit=unit, delay=delay)
-
-
 def _counted(n: int, noun: str) -> str:
     """``1 pair``, ``2 pairs``, ``1 pass``, ``3 passes`` (thousands separated)."""
     plural = noun + ("es" if noun.endswith(("s", "sh", "ch", "x")) else "s")
     return f"{n:,} {noun if n == 1 else plural}"
-
-
-def _fmt_bytes(n: float) -> str:
-    """``532 B``, ``1.25 MB``, ``5.00 GB`` (powers of 1000)."""
-    x = float(n)
-    for u in ("B", "kB", "MB", "GB"):
-        if x < 1000:
-            return f"{x:.0f} {u}" if u == "B" else f"{x:.2f} {u}"
-        x /= 1000
-    return f"{x:.2f} TB"
 
 
 def _fmt_s(seconds: float) -> str:
@@ -939,7 +856,7 @@ def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) ->
             f"best match; counts of scores >= each threshold)")
     con.out("  " + res.summary.format("eval"))
     con.out(f"  train: {st.n_references:,} samples")
-    con.out(f"  streamed: {len(st.shards):,} shard file(s), {_fmt_bytes(st.nbytes)}, "
+    con.out(f"  streamed: {len(st.shards):,} shard file(s), {format_bytes(st.nbytes)}, "
             f"{chunk_rows:,} row{'' if chunk_rows == 1 else 's'} at a time"
             + (f"; matches below {args.min_score:g} not reported" if args.min_score else ""))
     if res.groups is not None:

@@ -29,15 +29,13 @@ from ._kernels import _pairs
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
-from ._validation import check_int, check_unit_interval, type_name
-from .dedup import DedupResult, dedup_from_edges
+from ._validation import check_int, check_join_threshold, check_unit_interval, type_name
+from .dedup import DedupResult, dedup_from_edges, edges_above
 from ._optional import require
 from .search import Fields, JoinResult, MaxOverlapResult, OverlapIndex
+from .stream import merge_top_k
 
 __all__ = ["max_overlap", "overlap_join", "dedup", "shard_bounds"]
-
-_TINY = float(np.nextafter(0.0, 1.0))
-
 
 # ------------------------------------------------------------- validation
 def _check_client(client: Any) -> Any:
@@ -115,13 +113,10 @@ def _shard_top_k(shard, queries, start, stop, n, top_k, min_score, self_mode, n_
     return score, found
 
 
-def _merge_top_k(a, b, top_k):
-    """Exact merge of two per-query top-k lists: score desc, then index asc, -1 last."""
-    score = np.concatenate([a[0], b[0]], axis=1)
-    index = np.concatenate([a[1], b[1]], axis=1)
-    key = np.where(index < 0, np.iinfo(np.int64).max, index)
-    order = np.lexsort((key, -score), axis=1)[:, :top_k]
-    return np.take_along_axis(score, order, 1), np.take_along_axis(index, order, 1)
+def _merge_shards(a, b):
+    """:func:`overlap.stream.merge_top_k` of the (score, index) lists of two
+    consecutive shard ranges, ``a`` the earlier."""
+    return merge_top_k(a[0], a[1], b[0], b[1])
 
 
 def _shard_join(shard, left, start, stop, threshold, self_mode, n_threads):
@@ -227,7 +222,7 @@ def max_overlap(
         level = futures
         try:
             while len(level) > 1:  # pairwise tree reduction on the workers
-                nxt = [client.submit(_merge_top_k, level[i], level[i + 1], top_k, pure=False)
+                nxt = [client.submit(_merge_shards, level[i], level[i + 1], pure=False)
                        for i in range(0, len(level) - 1, 2)]
                 level = nxt + ([level[-1]] if len(level) % 2 else [])
             score, index = level[0].result()
@@ -237,16 +232,6 @@ def max_overlap(
     if top_k == 1:
         score, index = score[:, 0], index[:, 0]
     return MaxOverlapResult(np.ascontiguousarray(score), np.ascontiguousarray(index))
-
-
-def _check_threshold(threshold: Any) -> float:
-    t = check_unit_interval(threshold, "threshold")
-    if t == 0.0:
-        raise ValueError(
-            "threshold must be > 0: at 0 every pair qualifies (n x m rows); use a small "
-            "positive threshold to list every overlapping pair"
-        )
-    return t
 
 
 def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress):
@@ -288,7 +273,7 @@ def overlap_join(
     module; the result equals the local call's.
     """
     lfields = as_fields(left, "left")
-    t = _check_threshold(threshold)
+    t = check_join_threshold(threshold)
     self_mode = right is None
     rfields = lfields if self_mode else as_fields(right, "right")
     if not self_mode:
@@ -317,13 +302,8 @@ def dedup(
     n_threads = _check_threads(n_threads)
     client = _check_client(client)
     n = len(fields[0])
-    if t >= 1.0 or n < 2:
-        left = right = np.zeros(0, dtype=np.int64)
-        score = np.zeros(0, dtype=np.float64)
-    else:
-        pairs = _join(fields, fields, True, max(t, _TINY), client, n_shards, n_threads, progress)
-        strict = pairs.score > t
-        left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
+    left, right, score = edges_above(
+        n, t, lambda at: _join(fields, fields, True, at, client, n_shards, n_threads, progress))
     return dedup_from_edges(left, right, score, n)
 
 

@@ -15,11 +15,15 @@ from ._threads import effective_n_threads
 from ._fields import as_fields
 from ._order import pair_order, stable_argsort_u64
 from ._validation import check_unit_interval
-from .search import Fields, OverlapIndex
+from .search import Fields, build_index
 
 __all__ = ["DedupResult", "dedup", "dedup_from_edges", "exact_duplicates"]
 
+#: The smallest positive float64: a join at ``max(threshold, _TINY)`` lists
+#: every pair with a ratio above ``threshold`` (a join needs a threshold > 0).
 _TINY = float(np.nextafter(0.0, 1.0))
+
+Edges = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(frozen=True)
@@ -102,22 +106,40 @@ def dedup(
     t = check_unit_interval(threshold, "threshold")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
-    n = len(fields[0])
-    if t >= 1.0 or n < 2:
-        left = right = np.zeros(0, dtype=np.int64)
-        score = np.zeros(0, dtype=np.float64)
-    else:
-        # _log (the command line's step lines): the phases without a bar get a line
-        index = OverlapIndex._build(fields, "units", nt, as_queries=True)
-        if _log is not None:
-            _log(f"dedup: joining {n:,} units with themselves")
-        pairs = index.join(None, threshold=max(t, _TINY), n_threads=nt, progress=progress)
-        del index
-        strict = pairs.score > t
-        left, right, score = pairs.left[strict], pairs.right[strict], pairs.score[strict]
+    left, right, score = self_join_edges(fields, t, nt, progress, _log)
     if _log is not None:
         _log(f"dedup: passes over {left.shape[0]:,} pairs above the threshold")
-    return dedup_from_edges(left, right, score, n)
+    return dedup_from_edges(left, right, score, len(fields[0]))
+
+
+def edges_above(n: int, threshold: float, self_join: Callable[[float], Any]) -> Edges:
+    """``(left, right, score)`` of every pair i < j of ``n`` units whose ratio is
+    strictly above ``threshold`` (a checked float in [0, 1]).
+
+    ``self_join(t)`` is the units' threshold self-join at ``t > 0`` (a
+    :class:`~overlap.JoinResult`); it is not called when no pair can qualify.
+    """
+    if threshold >= 1.0 or n < 2:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), np.zeros(0, dtype=np.float64)
+    pairs = self_join(max(threshold, _TINY))
+    strict = pairs.score > threshold
+    return pairs.left[strict], pairs.right[strict], pairs.score[strict]
+
+
+def self_join_edges(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
+                    log: Callable[[str], Any] | None = None) -> Edges:
+    """:func:`edges_above` of checked ``fields`` by a local self-join on ``nt``
+    threads; ``log`` (the command line's step lines) hears of the join."""
+    n = len(fields[0])
+
+    def self_join(t: float) -> Any:
+        index = build_index(fields, "units", nt, as_queries=True)
+        if log is not None:  # the index build has no bar: the join gets a line
+            log(f"dedup: joining {n:,} units with themselves")
+        return index.join(None, threshold=t, n_threads=nt, progress=progress)
+
+    return edges_above(n, threshold, self_join)
 
 
 def dedup_from_edges(

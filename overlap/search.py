@@ -16,7 +16,7 @@ from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._kernels._collection import MAX_QUERY_TOKENS, MAX_ROW_MASS
-from ._validation import MAX_C_INT, check_int, check_unit_interval
+from ._validation import MAX_C_INT, check_int, check_join_threshold, check_unit_interval
 from .tokensets import TokenSets
 
 __all__ = [
@@ -331,7 +331,7 @@ class OverlapIndex:
 
     def _join(self, queries, qname: str, threshold, n_threads, progress) -> JoinResult:
         """:meth:`join`; errors about the queries name ``qname``."""
-        threshold = _check_join_threshold(threshold)
+        threshold = check_join_threshold(threshold)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
@@ -347,6 +347,14 @@ class OverlapIndex:
         return JoinResult(*_pairs.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
 
 
+def build_index(fields: tuple, name: str, nt: int, *, as_queries: bool = False,
+                eager: bool = True) -> OverlapIndex:
+    """An :class:`OverlapIndex` over fields already checked (``as_fields``), for
+    the package's own callers (:meth:`OverlapIndex._build` says what the
+    arguments do)."""
+    return OverlapIndex._build(fields, name, nt, as_queries=as_queries, eager=eager)
+
+
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
     """Rows the kernels can hold: ``name`` is the argument they came from."""
     if max_mass > MAX_ROW_MASS:
@@ -358,16 +366,6 @@ def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> No
             f"{name}: a row holds {max_row} tokens per field; at most "
             f"{MAX_QUERY_TOKENS // n_fields} are supported with {n_fields} field(s)"
         )
-
-
-def _check_join_threshold(threshold: float) -> float:
-    t = check_unit_interval(threshold, "threshold")
-    if t == 0.0:
-        raise ValueError(
-            "threshold must be > 0: at 0 every pair qualifies (n x m rows); use a small "
-            "positive threshold to list every overlapping pair"
-        )
-    return t
 
 
 def ratio(a: Fields, b: Fields, *, n_threads: int | None = None) -> np.ndarray:
@@ -483,7 +481,7 @@ def overlap_join(
     rfields = None if right is None else as_fields(right, "right")
     if rfields is not None:
         check_compatible(lfields, rfields, "left", "right")
-    t = _check_join_threshold(threshold)
+    t = check_join_threshold(threshold)
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     if rfields is None:

@@ -39,15 +39,14 @@ so that its pair list stays small even then.
 from __future__ import annotations
 
 import os
-import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
 
 import numpy as np
 
 from ._fields import as_fields, check_compatible
+from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
 from ._validation import check_int, check_unit_interval, type_name
 from .search import Fields, MaxOverlapResult, OverlapIndex
@@ -70,7 +69,6 @@ AUTO_QUERIES_CUTOFF = 0.5
 JOIN_ROWS = 8192
 
 _INDEX_CHOICES = ("auto", "chunk", "queries")
-ProgressArg = Union[bool, Callable[[int, int], Any], None]
 
 
 def merge_top_k(score: np.ndarray, index: np.ndarray, new_score: np.ndarray,
@@ -254,11 +252,12 @@ def stream_max_overlap(
     if isinstance(reference_chunks, (TokenSets, str, bytes)):
         raise TypeError("reference_chunks must be an iterable of chunks, got a single "
                         f"{type_name(reference_chunks)}")
-    bar = _Progress(progress, 0, "references", "stream_max_overlap")
+    bar = make_progress(progress, 0, "stream_max_overlap", "references")
     try:
         for chunk in reference_chunks:
+            before = merger.n_references
             merger.add(chunk)
-            bar.update(merger.n_references)
+            bar.update(merger.n_references - before)
     finally:
         bar.close()
     return merger.result()
@@ -414,7 +413,7 @@ def scan_stream(
         chunks: Iterable[Chunk] = read_chunks(source, fields, fmt=fmt, chunk_rows=chunk_rows)
     else:
         total, chunks = 0, source
-    bar = _Progress(progress, total, "B", "scan_stream")
+    bar = make_progress(progress, total, "scan_stream", "B")
     shards: list[list] = []
     nbytes = 0
     try:
@@ -436,7 +435,7 @@ def scan_stream(
                         col = chunk.columns[f]
                         match[f][new] = [col[r] for r in rows.tolist()]
             nbytes += chunk.nbytes
-            bar.update(nbytes)
+            bar.update(chunk.nbytes)
     finally:
         bar.close()
     res = merger.result()
@@ -504,67 +503,3 @@ def _realign_texts(match: dict, before: np.ndarray, after: np.ndarray, new: np.n
             for s, j in enumerate(after[q]):
                 if not new[q, s]:
                     arr[q, s] = prev[old[int(j)]] if int(j) in old else None
-
-
-# --------------------------------------------------------------- progress
-class _Progress:
-    """Progress over a growing count (bytes or rows), readable on a terminal and in logs.
-
-    tqdm draws the bar when installed and stderr is a terminal; otherwise a
-    plain line is printed at most every 10 s (and at the end), never a
-    carriage return.
-    """
-
-    def __init__(self, progress: ProgressArg, total: int, unit: str, desc: str) -> None:
-        if not (progress is None or isinstance(progress, bool) or callable(progress)):
-            raise TypeError("progress must be a bool or a callable f(done, total), "
-                            f"got {type_name(progress)}")
-        self.fn = progress if callable(progress) and not isinstance(progress, bool) else None
-        self.on = bool(progress)
-        self.total, self.unit, self.desc, self.done = total, unit, desc, 0
-        self.t0 = self.last = time.monotonic()
-        self.bar = None
-        if self.on and self.fn is None and sys.stderr.isatty():
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:
-                tqdm = None
-            if tqdm is not None:
-                self.bar = tqdm(total=total or None, desc=desc, unit=unit, unit_scale=True,
-                                leave=False, dynamic_ncols=True)
-
-    def update(self, done: int) -> None:
-        step, self.done = done - self.done, done
-        if self.fn is not None:
-            self.fn(done, self.total)
-        elif self.bar is not None:
-            self.bar.update(step)
-        elif self.on:
-            now = time.monotonic()
-            if now - self.last >= 10.0:
-                self.last = now
-                self._line(now)
-
-    def _line(self, now: float) -> None:
-        pct = f" ({100.0 * self.done / self.total:5.1f}%)" if self.total else ""
-        total = f"/{_human(self.total, self.unit)}" if self.total else ""
-        sys.stderr.write(f"{self.desc}: {_human(self.done, self.unit)}{total}{pct} "
-                         f"{now - self.t0:7.1f}s\n")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.on and self.fn is None:
-            self._line(time.monotonic())
-
-
-def _human(n: int, unit: str) -> str:
-    if unit != "B":
-        return f"{n} {unit}"
-    x = float(n)
-    for u in ("B", "kB", "MB", "GB", "TB"):
-        if x < 1000 or u == "TB":
-            return f"{x:.0f} {u}" if u == "B" else f"{x:.2f} {u}"
-        x /= 1000
-    return f"{n} B"

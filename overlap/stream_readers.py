@@ -21,14 +21,12 @@ Parquet shard is read).
 
 from __future__ import annotations
 
-import csv
-import importlib
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ._lines import (EOU, bounded_lines, check_path_name, decode_line, json_line,
-                     open_binary, text_file_kind)
+from ._lines import check_path_name, text_file_kind
+from ._readers import EXTENSIONS, TEXT_FIELD, checked_rows, open_records
 from ._validation import check_int, type_name
 
 __all__ = ["Chunk", "STREAM_FORMATS", "shard_paths", "source_size", "read_chunks"]
@@ -36,11 +34,6 @@ __all__ = ["Chunk", "STREAM_FORMATS", "shard_paths", "source_size", "read_chunks
 #: Formats :func:`read_chunks` understands.
 STREAM_FORMATS = ("jsonl", "csv", "tsv", "parquet", "text", "dailydialog")
 
-_EXT = {
-    ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv",
-    ".parquet": "parquet", ".pq": "parquet", ".txt": "text", ".text": "text",
-}
-_TEXT_FIELD = "text"
 
 
 @dataclass(frozen=True)
@@ -77,7 +70,7 @@ def _format_of(path: str, fmt: str | None) -> str | None:
     if fmt is not None:
         return fmt
     name = path[:-3] if path.endswith(".gz") else path
-    return _EXT.get(os.path.splitext(name)[1].lower())
+    return EXTENSIONS.get(os.path.splitext(name)[1].lower())
 
 
 def shard_format(path: str, fmt: str | None) -> str:
@@ -115,7 +108,7 @@ def shard_paths(source: str | os.PathLike | Sequence, fmt: str | None = None) ->
             if not files:
                 raise ValueError(
                     f"source: {path} holds no file with a known extension "
-                    f"({', '.join(sorted(_EXT))}, optionally .gz)"
+                    f"({', '.join(sorted(EXTENSIONS))}, optionally .gz)"
                 )
             return files
         items = [path]
@@ -140,122 +133,16 @@ def source_size(source, fmt: str | None = None) -> int:
     return sum(os.path.getsize(p) for p in shard_paths(source, fmt))
 
 
-class _CountingLines:
-    """Decoded lines of a (possibly gzip) file, counting the raw bytes consumed.
-
-    Lines are read with a bounded ``readline``: one longer than
-    ``max_line_bytes`` is an error naming file and line, never a huge string.
-    """
-
-    def __init__(self, path: str, max_line_bytes: int | None = None) -> None:
-        self.path = path
-        self.stream = open_binary(path)
-        self.raw = getattr(self.stream, "fileobj", None) or self.stream
-        self.limit = max_line_bytes
-        self.line = 0
-        self.mark = 0
-        self.last_raw = b""
-
-    def consumed(self) -> int:
-        """Raw bytes read since the previous call."""
-        pos = self.raw.tell()
-        done, self.mark = pos - self.mark, pos
-        return done
-
-    def __iter__(self) -> Iterator[str]:
-        for b in bounded_lines(self.stream, self.path, self.limit):
-            self.line += 1
-            self.last_raw = b
-            yield decode_line(b, self.path, self.line)
-
-    def close(self) -> None:
-        self.stream.close()
-        self.raw.close()
-
-
-def _rows_jsonl(src: _CountingLines, fields: list[str]) -> Iterator[tuple]:
-    for text in src:
-        if not text.strip():
-            continue
-        obj = json_line(src.last_raw, text, src.path, src.line)
-        if not isinstance(obj, dict):
-            raise ValueError(f"{src.path}:{src.line}: expected a JSON object, got "
-                             f"{type(obj).__name__}")
-        row = []
-        for f in fields:
-            if f not in obj:
-                raise ValueError(f"{src.path}:{src.line}: no field {f!r} "
-                                 f"(has {', '.join(map(repr, obj)) or 'none'})")
-            v = obj[f]
-            if not isinstance(v, str):
-                raise ValueError(f"{src.path}:{src.line}: field {f!r} must be a string, got "
-                                 f"{type(v).__name__}")
-            row.append(v)
-        yield tuple(row)
-
-
-def _rows_text(src: _CountingLines, fields: list[str]) -> Iterator[tuple]:
-    if fields != [_TEXT_FIELD]:
-        raise ValueError(f"{src.path}: a text file has one field, {_TEXT_FIELD!r}; "
-                         f"got fields={fields!r}")
-    for text in src:
-        yield (text.rstrip("\r\n"),)
-
-
-def _rows_dailydialog(src: _CountingLines, fields: list[str], turns: int) -> Iterator[tuple]:
-    """(context, response) samples of every dialogue line, as ``make_samples`` cuts them."""
-    bad = [f for f in fields if f not in ("context", "response")]
-    if bad:
-        raise ValueError(f"{src.path}: a DailyDialog file has fields context and response, "
-                         f"not {', '.join(bad)}")
-    for text in src:
-        if src.line == 1 and text.startswith("\ufeff"):
-            text = text[1:]
-        for part in text.replace("\r\n", "\n").split("\r"):
-            if not part.strip():
-                continue
-            utts = [u.strip() for u in part.split(EOU) if u.strip()]
-            if not utts:
-                raise ValueError(f"{src.path}:{src.line}: no utterance on this line")
-            for t in range(1, len(utts)):
-                sample = {"context": " ".join(utts[max(0, t - turns):t]), "response": utts[t]}
-                yield tuple(sample[f] for f in fields)
-
-
-def _rows_csv(src: _CountingLines, fields: list[str], delimiter: str) -> Iterator[tuple]:
-    reader = csv.reader(src, delimiter=delimiter)
+def _chunks(path: str, fmt: str, fields: list[str], chunk_rows: int, first_row: int,
+            turns: int, max_line_bytes: int | None) -> Iterator[Chunk]:
+    """The chunks of one shard: its records (the reading layer's) in runs of ``chunk_rows``."""
+    src = open_records(path, fmt, turns=turns, max_line_bytes=max_line_bytes, fields=fields,
+                       only_fields=True)
+    complete = False
     try:
-        header = next(reader)
-    except StopIteration:
-        return
-    missing = [f for f in fields if f not in header]
-    if missing:
-        raise ValueError(f"{src.path}:1: no column {missing[0]!r} (has {', '.join(header)})")
-    cols = [header.index(f) for f in fields]
-    for rec in reader:
-        if not rec:
-            continue
-        if len(rec) != len(header):
-            raise ValueError(f"{src.path}:{src.line}: {len(rec)} columns, the header has "
-                             f"{len(header)}")
-        yield tuple(rec[c] for c in cols)
-
-
-def _chunks_lines(path, fmt, fields, chunk_rows, first_row, turns=1,
-                  max_line_bytes=None) -> Iterator[Chunk]:
-    src = _CountingLines(path, max_line_bytes)
-    try:
-        if fmt == "jsonl":
-            rows = _rows_jsonl(src, fields)
-        elif fmt == "text":
-            rows = _rows_text(src, fields)
-        elif fmt == "dailydialog":
-            rows = _rows_dailydialog(src, fields, turns)
-        else:
-            rows = _rows_csv(src, fields, "," if fmt == "csv" else "\t")
         buf: list[tuple] = []
         shard_row = 0
-        for row in rows:
+        for row in checked_rows(src, fields):
             buf.append(row)
             if len(buf) == chunk_rows:
                 yield _make(buf, fields, first_row + shard_row, path, shard_row, src.consumed())
@@ -263,47 +150,14 @@ def _chunks_lines(path, fmt, fields, chunk_rows, first_row, turns=1,
                 buf = []
         if buf or shard_row == 0:
             yield _make(buf, fields, first_row + shard_row, path, shard_row, src.consumed())
+        complete = True
     finally:
-        src.close()
+        src.close(complete)
 
 
 def _make(buf, fields, first_row, path, shard_row, nbytes) -> Chunk:
     cols = {f: [r[k] for r in buf] for k, f in enumerate(fields)}
     return Chunk(cols, first_row, path, shard_row, nbytes)
-
-
-def _chunks_parquet(path, fields, chunk_rows, first_row) -> Iterator[Chunk]:
-    try:
-        pq = importlib.import_module("pyarrow.parquet")
-    except ImportError:
-        raise ImportError(
-            f"reading {path} needs pyarrow, which is not installed: "
-            "pip install 'overlap-metrics[parquet]'"
-        ) from None
-    pf = pq.ParquetFile(path)
-    names = pf.schema_arrow.names
-    missing = [f for f in fields if f not in names]
-    if missing:
-        raise ValueError(f"{path}: no column {missing[0]!r} (has {', '.join(names)})")
-    total = max(pf.metadata.num_rows, 1)
-    size = os.path.getsize(path)
-    shard_row = done_bytes = 0
-    for batch in pf.iter_batches(batch_size=chunk_rows, columns=fields):
-        cols = {}
-        for f in fields:
-            values = batch.column(f).to_pylist()
-            for i, v in enumerate(values):
-                if not isinstance(v, str):
-                    raise ValueError(f"{path}: row {shard_row + i}: column {f!r} must hold "
-                                     f"strings, got {type(v).__name__}")
-            cols[f] = values
-        n = batch.num_rows
-        upto = size * (shard_row + n) // total
-        yield Chunk(cols, first_row + shard_row, path, shard_row, upto - done_bytes)
-        done_bytes = upto
-        shard_row += n
-    if shard_row == 0:
-        yield Chunk({f: [] for f in fields}, first_row, path, 0, size)
 
 
 def read_chunks(
@@ -349,7 +203,7 @@ def read_chunks(
         Bad input (with file and line), or a source that gives no row at all.
     """
     if fields is None:
-        fields = [_TEXT_FIELD]
+        fields = [TEXT_FIELD]
     elif isinstance(fields, str):
         fields = [fields]
     else:
@@ -363,11 +217,8 @@ def read_chunks(
     paths = shard_paths(source, fmt)
     first_row = 0
     for path in paths:
-        f = shard_format(path, fmt)
-        if f == "parquet":
-            gen = _chunks_parquet(path, fields, chunk_rows, first_row)
-        else:
-            gen = _chunks_lines(path, f, fields, chunk_rows, first_row, turns, max_line_bytes)
+        gen = _chunks(path, shard_format(path, fmt), fields, chunk_rows, first_row, turns,
+                      max_line_bytes)
         for chunk in gen:
             yield chunk
             first_row += chunk.n_rows

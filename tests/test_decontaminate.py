@@ -238,7 +238,7 @@ def test_re_split_refuses_to_move_labelled_rows_into_an_unlabelled_split(fixed_b
     (["decontaminate", "--train", "train.csv", "--test", "nope.csv"],
      "nope.csv: no such file (--test)"),
     (["decontaminate", "--train", "train.csv", "--test", "test.csv", "--fields", "label"],
-     "test.csv: no column 'label'"),
+     "test.csv:1: no column 'label'"),
     (["clean", "--train", "train.csv", "--test", "test.csv", "--resplit", "--fixed-eval"],
      "not allowed with argument"),
 ])

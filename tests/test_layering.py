@@ -28,14 +28,18 @@ A *private module* (``overlap/_validation.py``, ``_progress.py``,
 any module of the package may import it and the public names in it.  A
 *private name* (one leading underscore: ``_dedup_first``, ``_Split``) belongs
 to the module that defines it, whether that module is public or private:
-``from .steps import _dedup_first``, ``from ._validation import _asarray`` and
-``steps._dedup_first`` in another module are crossings.  A helper that two
+``from .steps import _dedup_first``, ``from ._validation import _asarray``,
+``steps._dedup_first`` and ``OverlapIndex._build`` (a private attribute of an
+object imported from another module) in another module are crossings.  A helper that two
 modules need gets a public name in a private module (``_validation.as_array``,
 ``pipeline/_splits.py``).  Dunder names (``__version__``) are not private.
 
 Modules added later are placed by rule: compiled or ``.pxd`` -> kernel,
 ``_private`` -> core, anything else (including subpackages) -> app; list them in
 LAYERS when that guess is wrong.
+
+``overlap/__init__.py`` never names ``overlap.pipeline`` (the application layer
+is imported as ``overlap.pipeline``, never reached from the core's face).
 """
 
 from __future__ import annotations
@@ -214,7 +218,9 @@ def _dotted(node: ast.AST) -> str | None:
 
 
 def _python_attribute_edges(module: str, tree: ast.AST, rel: str) -> list[Edge]:
-    """``mod._name`` where ``mod`` is a name bound to a project module."""
+    """``mod._name`` where ``mod`` is a name bound to a project module, and
+    ``Obj._name`` (``mod.Obj._name``) where ``Obj`` is a name imported from one
+    (``from .search import OverlapIndex``: ``OverlapIndex._build``)."""
     aliases: dict[str, str] = {}
     for node in _nodes(tree):
         if isinstance(node, ast.Import):
@@ -226,8 +232,8 @@ def _python_attribute_edges(module: str, tree: ast.AST, rel: str) -> list[Edge]:
                     aliases[top] = top
         elif isinstance(node, ast.ImportFrom):
             target = _resolve(module, node.module or "", node.level)
-            for a in node.names:
-                if f"{target}.{a.name}" in MODULES:
+            for a in node.names:  # a module, or an object of one (read as its path)
+                if a.name != "*":
                     aliases[a.asname or a.name] = f"{target}.{a.name}"
     return _attribute_edges(aliases, [
         (_dotted(n.value), n.attr, f"{rel}:{n.lineno}")
@@ -235,6 +241,9 @@ def _python_attribute_edges(module: str, tree: ast.AST, rel: str) -> list[Edge]:
 
 
 def _attribute_edges(aliases: dict[str, str], uses) -> list[Edge]:
+    """Edges of ``dotted.attr`` uses: ``dotted`` starts with a name bound to a
+    project module or to an object imported from one.  The edge's target is the
+    module, its name the rest of the path (``_name`` or ``Obj._name``)."""
     out = []
     for dotted, attr, where in uses:
         if dotted is None:
@@ -242,9 +251,15 @@ def _attribute_edges(aliases: dict[str, str], uses) -> list[Edge]:
         head, _, rest = dotted.partition(".")
         if head not in aliases:
             continue
-        target = aliases[head] + (f".{rest}" if rest else "")
-        if target in MODULES and f"{target}.{attr}" not in MODULES:
-            out.append(Edge(target, attr, where, "attribute"))
+        path = aliases[head] + (f".{rest}" if rest else "")
+        if f"{path}.{attr}" in MODULES:  # a submodule
+            continue
+        parts = path.split(".")
+        for cut in range(len(parts), 0, -1):  # the longest prefix that is a module
+            target = ".".join(parts[:cut])
+            if target in MODULES:
+                out.append(Edge(target, ".".join(parts[cut:] + [attr]), where, "attribute"))
+                break
     return out
 
 
@@ -313,9 +328,8 @@ def _cython_edges(module: str, path: Path) -> list[Edge]:
         parts = [n.split() for n in m.group(3).strip("()").replace("\n", " ").split(",")]
         parts = [p for p in parts if p]
         out += _from_edges(module, target, [p[0] for p in parts], where(m), m.group(2))
-        for p in parts:
-            if f"{target}.{p[0]}" in MODULES:
-                aliases[p[-1]] = f"{target}.{p[0]}"
+        for p in parts:  # a module, or an object of one (read as its path)
+            aliases[p[-1]] = f"{target}.{p[0]}"
     uses = [(m.group(1), m.group(2), where(m))
             for m in re.finditer(r"(?<![\w.])([A-Za-z_]\w*(?:\.\w+)*)\.(_\w+)", code)
             if is_private_name(m.group(2))]
@@ -380,13 +394,13 @@ def test_the_parsers_read_every_form(tmp_path, monkeypatch):
     (pkg / "sub" / "a.py").write_text(
         "import importlib\n"
         "from . import b\n"
-        "from .b import _hidden, shown\n"
+        "from .b import _hidden, shown, Thing\n"
         "import overlap.sub.b as bee\n"
         "def f():\n"
         "    importlib.import_module('.b', __package__)\n"
         "    importlib.import_module('overlap.sub.c')\n"
         "    importlib.import_module(name)\n"
-        "    return b._one, bee._two, b.__doc__\n"
+        "    return b._one, bee._two, b.__doc__, Thing._three, bee.Thing._four, shown.ok\n"
     )
     (pkg / "sub" / "b.py").write_text("")
     (pkg / "sub" / "c.py").write_text("")
@@ -407,6 +421,9 @@ def test_the_parsers_read_every_form(tmp_path, monkeypatch):
         ("overlap.sub.b", "", "import"),
         ("overlap.sub.b", "_hidden", "import"),
         ("overlap.sub.b", "shown", "import"),
+        ("overlap.sub.b", "Thing", "import"),
+        ("overlap.sub.b", "Thing._three", "attribute"),
+        ("overlap.sub.b", "Thing._four", "attribute"),
         ("overlap.sub.b", "", "dynamic"),
         ("overlap.sub.c", "", "dynamic"),
         ("overlap.sub.b", "_one", "attribute"),
@@ -457,10 +474,26 @@ def test_metrics_uses_only_public_overlap_names(module):
 
 @pytest.mark.parametrize("module", [_param(m, KNOWN_PRIVATE_CROSSINGS) for m in ALL_MODULES])
 def test_no_private_name_crosses_a_module(module):
+    # e.name is `_name` or `Obj._name`: a private name of the module or of its object
     bad = [f"{e.where}: {module} {e.how}s {e.target}.{e.name}"
            for e in edges_of(module)[0]
-           if e.name and is_private_name(e.name) and e.target != module]
+           if e.name and any(is_private_name(part) for part in e.name.split("."))
+           and e.target != module]
     assert not bad, "\n".join(bad)
+
+
+def test_the_core_does_not_name_the_pipeline():
+    """``overlap/__init__.py`` (the core's face) never loads the application
+    layer, not even lazily by a name in a table: users import ``overlap.pipeline``."""
+    path = PACKAGES["overlap"] / "__init__.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    # a module name in a string: an _EXPORTS value, an import_module argument
+    named = [f"overlap/__init__.py:{n.lineno}: {n.value!r}" for n in ast.walk(tree)
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and re.fullmatch(r"(overlap)?\.pipeline(\.\w+)*", n.value.strip())]
+    named += [f"{e.where}: {e.how}s {e.target}" for e in edges_of("overlap")[0]
+              if e.target == "overlap.pipeline" or e.target.startswith("overlap.pipeline.")]
+    assert not named, "\n".join(named)
 
 
 @pytest.mark.parametrize("module", ALL_MODULES)

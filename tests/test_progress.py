@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from overlap import TokenSets, tokensets
+from overlap._progress import format_bytes
 from overlap.dedup import dedup
 from overlap.pipeline import dedup_first
 from overlap.pipeline.dialogue import read_dialogues
@@ -209,7 +210,7 @@ def test_dedup_command_in_a_log_shows_every_step(tmp_path, monkeypatch, capsys):
         assert "\r" not in err
         size = src.stat().st_size
         n_out = sum(1 for _ in open(out, encoding="utf-8"))
-        for line in (f"read: {cli._fmt_bytes(size)}/{cli._fmt_bytes(size)} (100.0%)",
+        for line in (f"read: {format_bytes(size)}/{format_bytes(size)} (100.0%)",
                      f"tokenize: {2 * N:,}/{2 * N:,} (100.0%)",
                      f"dedup: {N:,}/{N:,} (100.0%)",
                      f"write: {n_out:,}/{n_out:,} (100.0%)"):

@@ -12,6 +12,7 @@ import csv
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -309,3 +310,60 @@ def test_mint_chinese_self_scan_figures(shared_data):
     got = {tok: int((scan(df, tokenizer=tok).score[zh] >= 0.5).sum())
            for tok in ("wordpunct", "intl")}
     assert zh.sum() == 1596 and got == {"wordpunct": 688, "intl": 163}
+
+
+# ------------------------------------------- one reading layer, one set of errors
+BAD_FILES = {
+    "ragged.csv": (b"context,response\nx,y\nonly one\n", ["context"], r"ragged\.csv:3: 1 fields"),
+    "noheader.csv": (b"", ["text"], r"noheader\.csv:1: empty file"),
+    "nocol.tsv": (b"a\tb\nx\ty\n", ["text"], r"nocol\.tsv:1: no column 'text'"),
+    "list.jsonl": (b'{"text": "a"}\n[1]\n', ["text"], r"list\.jsonl:2: each line must be"),
+    "gap.jsonl": (b'{"text": "a"}\n\n{"other": "b"}\n', ["text"], r"gap\.jsonl:3: no field 'text'"),
+    "int.jsonl": (b'{"text": "a"}\n{"text": 5}\n', ["text"], r"int\.jsonl:2: field 'text' must be"),
+    "json.jsonl": (b'{"text": "a"}\n{"text": \n', ["text"], r"json\.jsonl:2: invalid JSON"),
+    "utf8.txt": (b"fine\n\xff\n", ["text"], r"utf8\.txt:2: not UTF-8"),
+    "fields.txt": (b"one\ntwo\n", ["body"], r"fields\.txt: a text file has one field"),
+    "dd.txt": (b"a __eou__ b __eou__\n__eou__\n", ["context"], r"dd\.txt:2: no utterance"),
+    "ddf.txt": (b"a __eou__ b __eou__\n", ["label"], r"ddf\.txt: a DailyDialog file has"),
+}
+
+
+def _error(call) -> str:
+    with pytest.raises(ValueError) as err:
+        call()
+    return str(err.value)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_FILES))
+def test_a_bad_file_gets_one_error_whichever_reader_reads_it(tmp_path, name):
+    data, fields, pattern = BAD_FILES[name]
+    p = tmp_path / name
+    p.write_bytes(data)
+    whole = _error(lambda: read_fields(p, fields))
+    streamed = _error(lambda: list(read_chunks(p, fields, chunk_rows=1)))
+    assert whole == streamed
+    assert re.search(pattern, whole), whole
+    if name in ("gap.jsonl", "int.jsonl"):  # inferred fields get the errors of named ones
+        assert _error(lambda: read_fields(p)) == whole
+
+
+def test_a_bad_parquet_file_gets_one_error_whichever_reader_reads_it(tmp_path):
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    p = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"text": ["a", None, "c"], "n": [1, 2, 3]}), p)
+    whole = _error(lambda: read_fields(p, "text"))
+    assert whole == _error(lambda: list(read_chunks(p, "text", chunk_rows=1)))
+    assert re.search(r"t\.parquet: row 1: field 'text' must be a string, got NoneType", whole)
+    whole = _error(lambda: read_fields(p, "body"))
+    assert whole == _error(lambda: list(read_chunks(p, "body")))
+    assert "t.parquet: no column 'body' (columns: text, n)" in whole
+
+
+def test_long_csv_fields_and_a_bom_read_the_same_both_ways(tmp_path):
+    p = tmp_path / "long.csv"
+    long = "w " * 100_000  # longer than the csv module's default field limit
+    p.write_bytes(("\ufefftext,id\n" + f"{long},1\nshort,2\n").encode())
+    cols, _ = read_fields(p, "text")
+    streamed = [t for c in read_chunks(p, "text", chunk_rows=1) for t in c.columns["text"]]
+    assert cols == [streamed] == [[long, "short"]]

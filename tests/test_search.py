@@ -177,7 +177,7 @@ def test_fingerprints_are_made_by_the_first_top1_search_only(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     from overlap import _bitslice_index, _index
-    from overlap._search import row_fingerprints
+    from overlap._kernels._collection import row_fingerprints
 
     monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "postings")
     rows = [[5, 6], [1, 2, 3], [4], [3, 2, 1], [1, 2, 3], [4], []]

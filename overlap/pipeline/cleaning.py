@@ -24,7 +24,7 @@ from ..search import ratio
 from ..tokensets import Tokenizer, TokenSets
 from ._splits import EXT, Split, dialogues_of, input_paths, read_split, take_rows, unit_text
 from .dialogue import SPLIT_FILE_NAMES, SPLITS, find_split_files, write_dialogues
-from .output import Outputs, planned, write_json
+from .output import Outputs, write_result_folder
 from .report import AT, CleanReport, CleanSettings, DedupCounts, parse_thresholds
 from .scanning import DEFAULT_TOKENIZER, Log, scan, tokenize_fields
 from .steps import KEEP, dedup_first_fields, exact_duplicate_masks, flatten, resplit
@@ -486,14 +486,8 @@ def write_clean(out: str | os.PathLike, result: CleanResult, *, overwrite: bool 
     list of str
         The paths written (also stored in ``result.files``).
     """
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
-    if not isinstance(result, CleanResult):
-        raise TypeError(f"result must be a CleanResult, got {type_name(result)}")
-    d = os.fspath(out)
-    files = []
-    with planned(outputs, lambda o: plan_clean_outputs(o, out, result.unit, result.formats),
-                 overwrite) as outs:
+    def write_data(outs: Outputs, d: str) -> list[str]:
+        files = []
         if result.unit == "dialogue":
             for k, dialogues in result.dialogues.items():
                 p = os.path.join(d, SPLIT_FILE_NAMES[k])
@@ -511,8 +505,9 @@ def write_clean(out: str | os.PathLike, result: CleanResult, *, overwrite: bool 
                 p = os.path.join(d, f"{k}.{EXT[f]}")
                 write_table(outs.stage(p), table, f)
                 files.append(p)
-        p = os.path.join(d, "report.json")
-        write_json(outs, p, result.report.as_dict())
-        files.append(p)
-    result.files[:] = files
-    return files
+        return files
+
+    return write_result_folder(
+        out, result, CleanResult,
+        lambda o: plan_clean_outputs(o, out, result.unit, result.formats), overwrite, outputs,
+        write_data)

@@ -36,7 +36,7 @@ from ..search import max_overlap, ratio
 from ..tokensets import Tokenizer, TokenSets
 from ._splits import EXT, Split, read_split, take_rows, unit_text
 from .dialogue import SPLIT_FILE_NAMES, write_dialogues
-from .output import Outputs, planned, write_json
+from .output import Outputs, write_result_folder
 from .report import AT, OverlapSummary, parse_thresholds, summarize
 from .scanning import DEFAULT_TOKENIZER, Log, tokenize_fields
 from .steps import KEEP, dedup_first_fields
@@ -452,23 +452,15 @@ def write_decontaminated(out: str | os.PathLike, result: DecontaminationResult, 
     list of str
         The paths written (also stored in ``result.files``).
     """
-    if not isinstance(out, (str, os.PathLike)):
-        raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
-    if not isinstance(result, DecontaminationResult):
-        raise TypeError(f"result must be a DecontaminationResult, got {type_name(result)}")
-    d = os.fspath(out)
-    files = []
-    with planned(outputs, lambda o: plan_decontaminate_outputs(o, out, result.unit,
-                                                               result.format),
-                 overwrite) as outs:
+    def write_data(outs: Outputs, d: str) -> list[str]:
         p = os.path.join(d, _output_name(result.unit, result.format))
         if result.unit == "dialogue":
             write_dialogues(outs.stage(p), result.train)
         else:
             write_table(outs.stage(p), result.train, result.format)
-        files.append(p)
-        p = os.path.join(d, "report.json")
-        write_json(outs, p, result.report.as_dict())
-        files.append(p)
-    result.files[:] = files
-    return files
+        return [p]
+
+    return write_result_folder(
+        out, result, DecontaminationResult,
+        lambda o: plan_decontaminate_outputs(o, out, result.unit, result.format), overwrite,
+        outputs, write_data)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._lines import bounded_lines, decode_line
-from .._progress import LineProgress, ProgressArg, check_progress
+from .._lines import EOU  # the utterance terminator, re-exported
+from .._progress import ProgressArg, check_progress
+from .._readers import Lines, dialogue_lines, parse_dialogue
 from .._validation import check_int, row_indices, type_name
 from .output import atomic_write
 
@@ -26,14 +27,6 @@ __all__ = [
     "format_dialogue",
     "write_dialogues",
 ]
-
-#: Utterance terminator of DailyDialog-style files.
-EOU = "__eou__"
-
-
-def parse_dialogue(line: str) -> list[str]:
-    """Split one DailyDialog line into stripped utterances (empty ones dropped)."""
-    return [u.strip() for u in line.split(EOU) if u.strip()]
 
 
 def read_dialogues(path: str | os.PathLike, *,
@@ -65,32 +58,13 @@ def read_dialogues(path: str | os.PathLike, *,
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
     check_progress(progress)
-    dialogues = []
-    p = os.fspath(path)
-    lineno = 0
-    mask = LineProgress.MASK
-    with open(p, "rb") as fh:
-        read = LineProgress(progress, fh, os.fstat(fh.fileno()).st_size, "read")
-        try:
-            for n_raw, raw in enumerate(bounded_lines(fh, p, max_line_bytes), start=1):
-                if not n_raw & mask:
-                    read.tick()
-                # universal newlines: \r\n, \n and a lone \r each end a line
-                for part in raw.replace(b"\r\n", b"\n").split(b"\r"):
-                    if not part:
-                        continue
-                    lineno += 1
-                    line = decode_line(part, p, lineno, first=lineno == 1)
-                    if not line.strip():
-                        continue
-                    utts = parse_dialogue(line)
-                    if not utts:
-                        raise ValueError(f"{p}:{lineno}: no utterance on this line")
-                    dialogues.append(utts)
-        except BaseException:
-            read.close(complete=False)
-            raise
-        read.close()
+    src = Lines(os.fspath(path), max_line_bytes, progress)
+    complete = False
+    try:
+        dialogues = [utts for _, utts in dialogue_lines(src)]
+        complete = True
+    finally:
+        src.close(complete)
     return dialogues
 
 
@@ -152,7 +126,7 @@ def make_samples(
     if isinstance(dialogues, (str, bytes)):
         raise TypeError("dialogues must be a sequence of utterance lists, got a str")
     ctx, rsp, did, tid = [], [], [], []
-    for d, utts in enumerate(_iter_dialogues(dialogues)):
+    for d, utts in enumerate(checked_dialogues(dialogues)):
         for t in range(1, len(utts)):
             ctx.append(separator.join(utts[max(0, t - turns):t]))
             rsp.append(utts[t])
@@ -161,13 +135,16 @@ def make_samples(
     return Samples(ctx, rsp, np.asarray(did, dtype=np.int64), np.asarray(tid, dtype=np.int64))
 
 
-def _iter_dialogues(dialogues: Iterable) -> Iterable[Sequence[str]]:
+def checked_dialogues(dialogues: Iterable, name: str = "dialogues"
+                      ) -> Iterator[Sequence[str]]:
+    """Every dialogue of ``dialogues``, each checked to be a list of str
+    (errors name it ``name[d]`` or ``name[d][u]``)."""
     for d, utts in enumerate(dialogues):
         if isinstance(utts, str) or not isinstance(utts, Sequence):
-            raise TypeError(f"dialogues[{d}] must be a list of str, got {type_name(utts)}")
+            raise TypeError(f"{name}[{d}] must be a list of str, got {type_name(utts)}")
         for u, x in enumerate(utts):
             if not isinstance(x, str):
-                raise TypeError(f"dialogues[{d}][{u}] must be str, got {type_name(x)}")
+                raise TypeError(f"{name}[{d}][{u}] must be str, got {type_name(x)}")
         yield utts
 
 
@@ -279,7 +256,7 @@ def write_dialogues(path: str | os.PathLike, dialogues: Sequence[Sequence[str]])
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
     if isinstance(dialogues, (str, bytes)):
         raise TypeError("dialogues must be a sequence of utterance lists, got a str")
-    lines = [format_dialogue(utts) for utts in _iter_dialogues(dialogues) if len(utts)]
+    lines = [format_dialogue(utts) for utts in checked_dialogues(dialogues) if len(utts)]
     with atomic_write(path, "w", encoding="utf-8", newline="\n") as fh:
         for line in lines:
             fh.write(line + "\n")

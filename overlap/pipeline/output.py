@@ -472,3 +472,28 @@ def write_json(outputs: Outputs, path: str, data: Any) -> None:
     with open(outputs.stage(path), "w", encoding="utf-8") as fh:
         json.dump(data, fh, indent=2, ensure_ascii=False)
         fh.write("\n")
+
+
+def write_result_folder(out: Any, result: Any, kind: type, plan: Callable[[Outputs], None],
+                        overwrite: bool, outputs: Outputs | None,
+                        write_data: Callable[[Outputs, str], list[str]]) -> list[str]:
+    """Write a pipeline result into folder ``out``: its data files, then ``report.json``.
+
+    ``result`` must be a ``kind`` (with ``report`` and ``files``);
+    ``write_data(outputs, folder)`` stages the data files and returns their
+    paths.  The outputs are the caller's or new ones made by ``plan``
+    (:func:`planned`); the paths written are returned and stored in
+    ``result.files``.
+    """
+    if not isinstance(out, (str, os.PathLike)):
+        raise TypeError(f"out must be a str or path-like, got {type_name(out)}")
+    if not isinstance(result, kind):
+        raise TypeError(f"result must be a {kind.__name__}, got {type_name(result)}")
+    d = os.fspath(out)
+    with planned(outputs, plan, overwrite) as outs:
+        files = write_data(outs, d)
+        p = os.path.join(d, "report.json")
+        write_json(outs, p, result.report.as_dict())
+        files.append(p)
+    result.files[:] = files
+    return files

@@ -226,16 +226,8 @@ class ScanResult:
         """
         other = "match" if self.within else "train"
         idx = self.index.tolist()
-        out: dict[str, list] = {
-            "eval_index": list(self.labels) if self.labels is not None else list(range(len(self)))}
+        out = eval_table_head(self, {f"{other}_index"} | {f"{other}_{f}" for f in self.fields})
         compared = set(self.fields)
-        own = {"eval_index", "score", f"{other}_index"} | \
-            {f"eval_{f}" for f in self.fields} | {f"{other}_{f}" for f in self.fields}
-        if self.table is not None:
-            for c, v in self.table.items():
-                if c not in compared:
-                    out[c if c not in own else f"eval_{c}"] = list(v)
-        out["score"] = self.score.tolist()
         out[f"{other}_index"] = idx
         tl = self.labels if self.within else self.train_labels
         if tl is not None and f"{other}_label" not in out:
@@ -249,6 +241,23 @@ class ScanResult:
                 if c not in compared and name not in out:
                     out[name] = [v[j] if j >= 0 else None for j in idx]
         return out
+
+
+def eval_table_head(result: Any, theirs: set[str]) -> dict[str, list]:
+    """The first columns of a scan result's table (``to_table``): ``eval_index``,
+    the eval table's other columns (``eval_C`` when ``C`` is also a result
+    column: ``theirs``, ``score`` or ``eval_<field>``) and ``score``."""
+    out: dict[str, list] = {
+        "eval_index": (list(result.labels) if result.labels is not None
+                       else list(range(len(result))))}
+    compared = set(result.fields)
+    own = {"eval_index", "score"} | theirs | {f"eval_{f}" for f in result.fields}
+    if result.table is not None:
+        for c, v in result.table.items():
+            if c not in compared:
+                out[c if c not in own else f"eval_{c}"] = list(v)
+    out["score"] = result.score.tolist()
+    return out
 
 
 def scan(

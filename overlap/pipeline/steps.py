@@ -28,10 +28,10 @@ from .._fields import as_fields
 from .._progress import ProgressArg, check_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_unit_interval, type_name
-from ..dedup import DedupResult, dedup, exact_duplicates
-from ..search import OverlapIndex, max_overlap
+from ..dedup import DedupResult, dedup, exact_duplicates, self_join_edges
+from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
-from .dialogue import Samples, make_samples
+from .dialogue import Samples, checked_dialogues, make_samples
 from .report import SampleCounts
 from .scanning import DEFAULT_TOKENIZER, tokenize_fields
 
@@ -54,15 +54,7 @@ KEEP = ("most-overlapped", "first")
 def _dialogue_texts(dialogues: Sequence[Sequence[str]], name: str) -> list[str]:
     if isinstance(dialogues, (str, bytes)) or not isinstance(dialogues, Sequence):
         raise TypeError(f"{name} must be a sequence of utterance lists, got {type_name(dialogues)}")
-    texts = []
-    for d, utts in enumerate(dialogues):
-        if isinstance(utts, str) or not isinstance(utts, Sequence):
-            raise TypeError(f"{name}[{d}] must be a list of str, got {type_name(utts)}")
-        for u, x in enumerate(utts):
-            if not isinstance(x, str):
-                raise TypeError(f"{name}[{d}][{u}] must be str, got {type_name(x)}")
-        texts.append(" ".join(utts))
-    return texts
+    return [" ".join(utts) for utts in checked_dialogues(dialogues, name)]
 
 
 def dedup_dialogues(
@@ -331,18 +323,10 @@ def dedup_first_fields(fields: tuple, threshold: float, nt: int, progress: Progr
     """:func:`dedup_first` of fields already tokenized, with checked arguments
     (the pipeline's steps call it; ``log`` gets the step lines)."""
     n = len(fields[0])
-    t = max(threshold, float(np.nextafter(0.0, 1.0)))
     if n < 2:
         return DedupResult(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), 1,
                            np.arange(n, dtype=np.int64), 0)
-    # log (the command line's step lines): the phases without a bar get a line
-    index = OverlapIndex._build(as_fields(fields, "units"), "units", nt, as_queries=True)
-    if log is not None:
-        log(f"dedup: joining {n:,} units with themselves")
-    j = index.join(None, threshold=t, n_threads=nt, progress=progress)
-    del index
-    strict = j.score > threshold
-    left, right = j.left[strict], j.right[strict]
+    left, right, _ = self_join_edges(as_fields(fields, "units"), threshold, nt, progress, log)
     if log is not None:
         log(f"dedup: keeping the first of {left.shape[0]:,} pairs above the threshold")
     order = np.lexsort((left, right))

@@ -25,7 +25,7 @@ from .._lines import line_limit
 from ..stream_readers import STREAM_FORMATS, shard_format, shard_paths
 from ..tokensets import Tokenizer
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
-from .scanning import DEFAULT_TOKENIZER, Log, is_table_source
+from .scanning import DEFAULT_TOKENIZER, Log, eval_table_head, is_table_source
 from .tables import read_named_fields, row_labels
 
 __all__ = ["CorpusScanResult", "scan_corpus", "STREAM_FORMATS"]
@@ -87,16 +87,8 @@ class CorpusScanResult:
         an in-memory scan of the same data.
         """
         idx = self.index.tolist()
-        out: dict[str, list] = {
-            "eval_index": list(self.labels) if self.labels is not None else list(range(len(self)))}
-        compared = set(self.fields)
-        own = {"eval_index", "score", "train_index", "train_shard", "train_shard_row"} | \
-            {f"eval_{f}" for f in self.fields} | {f"train_{f}" for f in self.fields}
-        if self.table is not None:
-            for c, v in self.table.items():
-                if c not in compared:
-                    out[c if c not in own else f"eval_{c}"] = list(v)
-        out["score"] = self.score.tolist()
+        out = eval_table_head(self, {"train_index", "train_shard", "train_shard_row"}
+                              | {f"train_{f}" for f in self.fields})
         out["train_index"] = idx
         where = [self.stream.locate(j) if j >= 0 else ("", -1) for j in idx]
         out["train_shard"] = [w[0] for w in where]

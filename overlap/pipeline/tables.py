@@ -13,18 +13,17 @@ writes to a temporary name and renames the file when it is complete.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._lines import bounded_lines, check_str, decode_line, json_line, text_file_kind
+from .._lines import check_str, text_file_kind
 from .._optional import MissingExtra, require
-from .._progress import LineProgress, ProgressArg, check_progress, make_progress
+from .._progress import ProgressArg, check_progress, make_progress
+from .._readers import EXTENSIONS, TEXT_FIELD, Records, no_column, no_field, not_a_string, open_records
 from .._validation import check_int, type_name
-from .dialogue import make_samples, read_dialogues
 from .output import atomic_write, temporary_name
 
 __all__ = [
@@ -48,23 +47,7 @@ FORMATS = ("dailydialog", "text", "csv", "tsv", "jsonl", "parquet")
 
 _DIALECTS = {"csv": csv.excel, "tsv": csv.excel_tab}
 
-#: Longest CSV field read (the csv module's default, 131,072 characters, is far
-#: shorter than the texts this library writes; a C long bounds it).
-_CSV_FIELD_LIMIT = 2**31 - 1
 
-#: The field of a plain text file (one sample per line).
-_TEXT_FIELD = "text"
-
-_EXTENSIONS = {
-    ".txt": "dailydialog",
-    ".csv": "csv",
-    ".tsv": "tsv",
-    ".tab": "tsv",
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".parquet": "parquet",
-    ".pq": "parquet",
-}
 
 
 def infer_format(path: str | os.PathLike, fmt: str | None = None, *,
@@ -89,132 +72,65 @@ def infer_format(path: str | os.PathLike, fmt: str | None = None, *,
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
     ext = os.path.splitext(os.fspath(path))[1].lower()
-    if ext not in _EXTENSIONS:
+    if ext not in EXTENSIONS:
         raise ValueError(
             f"{os.fspath(path)}: cannot tell the format from the extension {ext!r}; "
             f"give one of {', '.join(FORMATS)}"
         )
-    out = _EXTENSIONS[ext]
-    if out == "dailydialog":
+    out = EXTENSIONS[ext]
+    if ext == ".txt":
         p = os.fspath(path)
         return text_file_kind(p) if sniff and os.path.isfile(p) else "text"
     return out
 
 
 # ------------------------------------------------------------------ readers
-@contextlib.contextmanager
-def _long_csv_fields() -> Iterator[None]:
-    """Lift the csv module's field-size limit while reading, then restore it."""
-    old = csv.field_size_limit()
-    csv.field_size_limit(max(old, _CSV_FIELD_LIMIT))
-    try:
-        yield
-    finally:
-        csv.field_size_limit(old)
+# Files are read by the reading layer (overlap._readers: one reader per format,
+# the same errors as the streaming reader); this module collects the records.
+def _collect(src: Records, fields: Sequence[str] | None = None
+             ) -> tuple[dict[str, list], list[int], dict[str, tuple[int, list]]]:
+    """Columns of every record of ``src``, the line (row) of each, and for a
+    column some records lack (JSONL), the first such row and its keys.
 
-
-def _decoded_lines(fh, path: str, limit: int | None,
-                   read: LineProgress | None = None) -> Iterator[str]:
-    """Decoded lines of a binary file (newlines kept), each at most ``limit`` bytes."""
-    mask = LineProgress.MASK
-    for lineno, raw in enumerate(bounded_lines(fh, path, limit), start=1):
-        if read is not None and not lineno & mask:
-            read.tick()
-        yield decode_line(raw, path, lineno, first=lineno == 1)
-
-
-@contextlib.contextmanager
-def _reading(path: str, progress: ProgressArg) -> Iterator[tuple[Any, LineProgress]]:
-    """``path`` opened for reading bytes, and the progress of reading it (bytes).
-
-    The progress reaches the file's size when the block ends without an error.
+    A key first seen on a later record gets None for the rows before (and for
+    every record without it).  ``fields`` are checked on every record as the
+    streaming reader checks them (present, a string).
     """
-    with open(path, "rb") as fh:
-        read = LineProgress(progress, fh, os.fstat(fh.fileno()).st_size, "read")
-        try:
-            yield fh, read
-        except BaseException:
-            read.close(complete=False)
-            raise
-        read.close()
-
-
-def _read_csv(path: str, fmt: str = "csv", max_line_bytes: int | None = None,
-              progress: ProgressArg = False) -> dict[str, list]:
-    reader = None
+    fixed = src.columns is not None  # every record has these keys, in this order
+    cols: dict[str, list] = {c: [] for c in src.columns} if fixed else {}  # type: ignore
+    lists = list(cols.values())
+    numbers: list[int] = []
+    absent: dict[str, tuple[int, list]] = {}
+    complete = False
     try:
-        with _reading(path, progress) as (fh, read), _long_csv_fields():
-            reader = csv.reader(_decoded_lines(fh, path, max_line_bytes, read),
-                                dialect=_DIALECTS[fmt])
-            header = next(reader, None)
-            if header is None:
-                raise ValueError(f"{path}:1: empty file (a CSV needs a header line)")
-            if len(set(header)) != len(header):
-                raise ValueError(f"{path}:1: duplicate column names in the header")
-            cols: dict[str, list] = {h: [] for h in header}
-            lists = list(cols.values())
-            for row in reader:
-                if not row:
-                    continue
-                if len(row) != len(header):
-                    raise ValueError(
-                        f"{path}:{reader.line_num}: {len(row)} fields, the header has "
-                        f"{len(header)}"
-                    )
-                for lst, v in zip(lists, row):
+        for n, rec in src:
+            if fields is not None:
+                for f in fields:
+                    if f not in rec:
+                        raise no_field(src.at(n), f, list(rec))
+                    if not isinstance(rec[f], str):
+                        raise not_a_string(src.at(n), f, rec[f])
+            if fixed:
+                numbers.append(n)
+                for lst, v in zip(lists, rec.values()):
                     lst.append(v)
-    except csv.Error as e:
-        line = reader.line_num if reader is not None else 1
-        raise ValueError(f"{path}:{line}: bad {fmt.upper()}: {e}") from None
-    return cols
-
-
-def _read_text(path: str, max_line_bytes: int | None = None,
-               progress: ProgressArg = False) -> dict[str, list]:
-    """One sample per line (every line, blank ones too; the newline dropped): field ``text``."""
-    with _reading(path, progress) as (fh, read):
-        return {_TEXT_FIELD: [line.rstrip("\r\n")
-                              for line in _decoded_lines(fh, path, max_line_bytes, read)]}
-
-
-def _read_jsonl(path: str, max_line_bytes: int | None = None,
-                progress: ProgressArg = False) -> tuple[dict[str, list], list[int]]:
-    """Columns of a JSONL file and the line number of every row.
-
-    Columns are filled as lines are read (one pass, under the reading's
-    progress); a key first seen on a later line gets None for the rows before.
-    """
-    cols: dict[str, list] = {}
-    linenos: list[int] = []
-    mask = LineProgress.MASK
-    with _reading(path, progress) as (fh, read):
-        for lineno, raw in enumerate(bounded_lines(fh, path, max_line_bytes), start=1):
-            if not lineno & mask:
-                read.tick()
-            line = decode_line(raw, path, lineno, first=lineno == 1)
-            if not line.strip():
                 continue
-            obj = json_line(raw, line, path, lineno)
-            if not isinstance(obj, dict):
-                raise ValueError(
-                    f"{path}:{lineno}: each line must be a JSON object, got {type_name(obj)}"
-                )
-            for k in obj:
-                if k not in cols:
-                    cols[k] = [None] * len(linenos)
-            linenos.append(lineno)
+            if len(rec) != len(cols) or any(k not in cols for k in rec):
+                for k in rec:
+                    if k not in cols:
+                        cols[k] = [None] * len(numbers)
+                        if numbers:
+                            absent.setdefault(k, (0, list(rec)))
+                for k in cols:
+                    if k not in rec:
+                        absent.setdefault(k, (len(numbers), list(rec)))
+            numbers.append(n)
             for k, lst in cols.items():
-                lst.append(obj.get(k))
-    return cols, linenos
-
-
-def _read_parquet(path: str, progress: ProgressArg = False) -> dict[str, list]:
-    pq = require("pyarrow.parquet", "dataframe", "reading Parquet")
-    with _reading(path, progress):  # one call: the bar jumps from 0 to the size
-        try:
-            return pq.read_table(path).to_pydict()
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{path}: cannot read Parquet: {e}") from None
+                lst.append(rec.get(k))
+        complete = True
+    finally:
+        src.close(complete)
+    return cols, numbers, absent
 
 
 def read_table(path: str | os.PathLike, fmt: str | None = None, *,
@@ -249,13 +165,8 @@ def read_table(path: str | os.PathLike, fmt: str | None = None, *,
         raise FileNotFoundError(f"{p}: no such file")
     if fmt == "dailydialog":
         raise ValueError(f"{p}: DailyDialog files hold dialogues, not a table; use read_fields")
-    if fmt in ("csv", "tsv"):
-        return _read_csv(p, fmt, max_line_bytes, progress)
-    if fmt == "jsonl":
-        return _read_jsonl(p, max_line_bytes, progress)[0]
-    if fmt == "text":
-        return _read_text(p, max_line_bytes, progress)
-    return _read_parquet(p, progress)
+    src = open_records(p, fmt, max_line_bytes=max_line_bytes, progress=progress)
+    return _collect(src)[0]
 
 
 def _is_dataset(obj: Any) -> bool:
@@ -386,8 +297,8 @@ def infer_fields(table: Mapping[str, list], where: str = "table") -> list[str]:
     """
     if "context" in table and "response" in table:
         return ["context", "response"]
-    if _TEXT_FIELD in table:
-        return [_TEXT_FIELD]
+    if TEXT_FIELD in table:
+        return [TEXT_FIELD]
     cands = [c for c, v in table.items() if _text_like(c, list(v))]
     if len(cands) == 1:
         return cands
@@ -465,50 +376,41 @@ def read_named_fields(
     names = None if fields is None else _parse_fields(fields)
     turns = check_int(turns, "turns", minimum=1)
     check_progress(progress)
+    src = None
     if not isinstance(source, (str, os.PathLike)):
         table = as_table(source)
         where = type(source).__name__
-        lines = None
-        is_file = False
     else:
         fmt = infer_format(source, fmt)
         where = os.fspath(source)
-        is_file = True
         if not os.path.isfile(where):
             raise FileNotFoundError(f"{where}: no such file")
-        lines = None
-        if fmt == "dailydialog":
-            s = make_samples(read_dialogues(where, max_line_bytes=max_line_bytes,
-                                            progress=progress), turns)
-            table = {"context": s.context, "response": s.response,
-                     "dialogue": s.dialogue.tolist(), "turn": s.turn.tolist()}
-            bad = [f for f in (names or ()) if f not in ("context", "response")]
-            if bad:
-                raise ValueError(
-                    f"{where}: a DailyDialog file has fields context and response, "
-                    f"not {', '.join(bad)}"
-                )
-        elif fmt == "jsonl":
-            table, lines = _read_jsonl(where, max_line_bytes, progress)
-        else:
-            table = read_table(where, fmt, max_line_bytes=max_line_bytes, progress=progress)
+        src = open_records(where, fmt, turns=turns, max_line_bytes=max_line_bytes,
+                           progress=progress, fields=names)
+        # named fields are checked on every record as it is read
+        table, lines, absent = _collect(src, names)
+    read_checked = src is not None and names is not None  # every record, as it was read
     if names is None:
         names = infer_fields(table, where)
     for f in names:
         if f not in table:
-            have = ", ".join(table) or "none"
-            raise ValueError(f"{where}: no column {f!r} (columns: {have}); name the "
-                             f"compared columns with --fields")
-        if is_file and set(map(type, table[f])) <= {str}:
-            continue  # all exact str, checked as they were read: nothing to report
-        for i, v in enumerate(table[f]):
-            if not isinstance(v, str):
-                # CSV values are always strings; JSONL knows its lines
-                at = f"{where}:{lines[i]}" if lines is not None else f"{where}: row {i}"
-                raise ValueError(f"{at}: field {f!r} must be a string, got {type_name(v)}")
-            if not is_file:  # files are checked as they are read
+            raise no_column(where, f, list(table))
+        if read_checked:
+            continue
+        if src is None:  # an in-memory table: a str in every row
+            for i, v in enumerate(table[f]):
+                if not isinstance(v, str):
+                    raise not_a_string(f"{where}: row {i}", f, v)
                 check_str(v, where, f"row {i}", f"field {f!r}")
-    if is_file and not len(table[names[0]]):
+            continue
+        # fields inferred from a file: checked now, with the errors of a named one
+        bad = next((i for i, v in enumerate(table[f]) if not isinstance(v, str)), None)
+        if bad is not None:
+            if f in absent and absent[f][0] <= bad:
+                row, keys = absent[f]
+                raise no_field(src.at(lines[row]), f, keys)
+            raise not_a_string(src.at(lines[bad]), f, table[f][bad])
+    if src is not None and not len(table[names[0]]):
         what = ("no (context, response) sample: every dialogue has one utterance or none"
                 if fmt == "dailydialog" else "no rows")
         raise ValueError(f"{where}: {what} (0 samples read)")
@@ -533,10 +435,10 @@ def _table_rows(table: dict[str, list]) -> int:
 
 
 def _check_text_column(table: dict[str, list], where: str) -> list:
-    if _TEXT_FIELD not in table:
-        raise ValueError(f"{where}: a text file holds the column {_TEXT_FIELD!r}; the table "
+    if TEXT_FIELD not in table:
+        raise ValueError(f"{where}: a text file holds the column {TEXT_FIELD!r}; the table "
                          f"has {', '.join(table) or 'none'}")
-    lines = table[_TEXT_FIELD]
+    lines = table[TEXT_FIELD]
     for i, v in enumerate(lines):
         if not isinstance(v, str) or "\n" in v or "\r" in v:
             raise ValueError(f"{where}: row {i}: a text file needs one-line strings, got "
