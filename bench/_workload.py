@@ -39,7 +39,7 @@ def _load_datadir():
     """tests/_datadir.py (where the shared data lives), loaded by its path: it
     serves the tests and the benchmarks, so it is not part of the installed
     package, and tests/ is not a package."""
-    path = Path(__file__).resolve().parents[1] / "tests" / "_datadir.py"
+    path = Path(__file__).resolve().parents[1] / "tests" / "reference" / "datadir.py"
     spec = importlib.util.spec_from_file_location("bench._datadir", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

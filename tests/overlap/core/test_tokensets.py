@@ -10,7 +10,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-import _reference as ref
+from reference import overlap as ref
 from overlap import TokenSets, ratio
 from overlap import _tokenize
 

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import _reference as ref
+from reference import overlap as ref
 from overlap import OverlapIndex, TokenSets, max_overlap
 from overlap import _bitslice, _bitslice_index
 

@@ -14,7 +14,7 @@ import metrics
 
 # tests/ is on sys.path under pytest (no __init__.py): works for `pytest` and
 # `python -m pytest` alike, from an installed package or the source tree
-from scipy_suite.__main__ import run, scipy_test_files
+from reference.scipy_suite.__main__ import run, scipy_test_files
 
 # test id prefix -> why it cannot pass (kept short and documented)
 KNOWN_UNSUPPORTED = {

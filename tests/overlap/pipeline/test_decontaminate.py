@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import _reference as ref
+from reference import overlap as ref
 import overlap as _overlap_pkg
 from overlap.pipeline.demo import generate_corpus, write_corpus
 from overlap.pipeline import decontaminate

@@ -20,12 +20,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
-import _reference as ref
+from reference import overlap as ref
 import overlap
 from overlap import TokenSets
 from overlap.pipeline.dialogue import make_samples
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _load_bench_package():

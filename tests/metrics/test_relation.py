@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import _reference_metrics as ref
+from reference import metrics as ref
 import metrics
 
 REPO = Path(__file__).resolve().parents[1]

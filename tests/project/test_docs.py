@@ -40,9 +40,9 @@ from pathlib import Path
 import pytest
 
 import overlap as _overlap_pkg
-from _datadir import shared_data_dir
+from reference.datadir import shared_data_dir
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PKG_ROOT = str(Path(_overlap_pkg.__file__).resolve().parent.parent)
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*doc-test:\s*skip\s*(.*?)\s*-->")

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import _reference as ref
+from reference import overlap as ref
 from overlap import OverlapIndex, TokenSets, max_overlap, overlap_join, ratio
 
 # Small vocabularies make overlaps, ties and identical rows common.

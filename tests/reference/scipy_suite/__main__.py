@@ -1,6 +1,6 @@
 """Run scipy's correlation tests against a checkout's ``metrics`` and count by class.
 
-    python -m tests.scipy_suite [--code DIR] [--json OUT] [-- extra pytest args]
+    python -m tests.reference.scipy_suite [--code DIR] [--json OUT] [-- extra pytest args]
 
 ``--code`` is the checkout whose ``metrics`` is measured (default: this one).
 Prints passed/failed/errors per test class (module-level tests are grouped
@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parents[1]
+REPO = HERE.parents[2]
 TEST_FILES = ("stats/tests/test_stats.py", "stats/tests/test_mstats_basic.py")
 
 
@@ -48,7 +48,7 @@ def run(code: Path, extra: list[str] = ()) -> dict:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join([str(code), str(REPO)])
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-               "-p", "tests.scipy_suite.plugin", f"--rootdir={scipy_root}",
+               "-p", "tests.reference.scipy_suite.plugin", f"--rootdir={scipy_root}",
                f"--junitxml={report}", "-o", "junit_family=xunit1",
                *map(str, files), *extra]
         subprocess.run(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL,

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import _reference_agreement as ref_alpha
-import _reference_metrics as ref
+from reference import agreement as ref_alpha
+from reference import metrics as ref
 import metrics
 
 

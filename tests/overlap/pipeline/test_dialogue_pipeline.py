@@ -23,7 +23,7 @@ from overlap.pipeline import (
     tokenize_fields,
 )
 from overlap import TokenSets
-import _reference as ref
+from reference import overlap as ref
 
 
 def toks(text: str) -> frozenset:

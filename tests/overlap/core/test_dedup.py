@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import _reference as ref
+from reference import overlap as ref
 from overlap import TokenSets, dedup, exact_duplicates, ratio
 from test_search import build, collections, make_corpus, ref_units
 

@@ -22,7 +22,7 @@ from overlap.stream import (
 )
 from overlap.stream_readers import read_chunks, shard_paths, source_size
 
-import _reference as ref
+from reference import overlap as ref
 
 VOCAB = [f"w{i}" for i in range(12)]
 

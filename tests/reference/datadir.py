@@ -13,7 +13,7 @@ def shared_data_dir() -> Path | None:
     """``$OVERLAP_METRICS_DATA`` or ``../shared/data`` next to the repository; None if absent."""
     env = os.environ.get(DATA_ENV)
     candidates = [Path(env)] if env else []
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     candidates += [repo.parent / "shared" / "data", Path.cwd().parent / "shared" / "data"]
     for c in candidates:
         if c.is_dir():

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import _reference as ref
+from reference import overlap as ref
 from overlap import OverlapIndex, TokenSets, _bitslice_index, _index, _search, dedup
 from overlap import max_overlap, overlap_join
 from test_search import as_arrays, build, collections, ref_units

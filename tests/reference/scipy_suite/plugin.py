@@ -11,11 +11,11 @@ whose source names ``stats.pearsonr``/``stats.spearmanr``/``stats.kendalltau``
 
 Use::
 
-    python -m pytest -p tests.scipy_suite.plugin \\
+    python -m pytest -p tests.reference.scipy_suite.plugin \\
         <scipy>/stats/tests/test_stats.py <scipy>/stats/tests/test_mstats_basic.py
 
 with the worktree (or any checkout whose ``metrics`` should be measured) first
-on ``PYTHONPATH``.  ``python -m tests.scipy_suite`` runs it and prints the
+on ``PYTHONPATH``.  ``python -m tests.reference.scipy_suite`` runs it and prints the
 counts by class.
 """
 

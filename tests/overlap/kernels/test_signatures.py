@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import _reference as ref
-from _levels import POPCOUNT_LEVELS, popcount_level
+from reference import overlap as ref
+from reference.levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, max_overlap, overlap_join
 from overlap import _search
 from overlap._index import collection

@@ -17,7 +17,7 @@ import scipy.stats as ss
 import metrics as metrics_pkg
 from metrics.__main__ import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("OVERLAP_METRICS_DATA", REPO.parent / "shared" / "data"))
 
 
@@ -350,7 +350,7 @@ def test_metrics_version_is_the_distributions():
     import metrics
     import overlap
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     text = (root / "pyproject.toml").read_text()
     assert not re.search(r'^version\s*=\s*"', text, re.M), "a second, static version"
     assert re.search(r'^dynamic\s*=\s*\[[^]]*"version"', text, re.M)
