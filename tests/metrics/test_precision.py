@@ -1,9 +1,9 @@
 """Accuracy of the correlation functions under a large common offset.
 
 Every float64 is an integer times a power of two, so Pearson's r of float
-data has an exact rational square: the reference below computes the sums in
-Python integers (no rounding at all) and rounds only the final ratio.  The
-library must agree with it to 1e-12 for offsets up to 1e12 and spreads down
+data has an exact rational square: the reference (``exact_pearson`` in
+tests/reference/metrics.py) computes the sums in Python integers (no rounding
+at all) and rounds only the final ratio.  The library must agree with it to 1e-12 for offsets up to 1e12 and spreads down
 to 1e-6 (issue 11, section 1), where one-pass or chunk-mean formulas lose
 everything.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -20,34 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import metrics
+from reference.metrics import exact_pearson
 
 TOL = 1e-12
-
-
-def _as_integers(v: np.ndarray) -> list[int]:
-    """Integers X with v = X * 2**e for one common e (exact)."""
-    mant, expo = np.frexp(v)
-    m = (mant * 2.0**53).astype(np.int64)  # exact: |mant| < 1
-    e = expo.astype(np.int64) - 53
-    emin = int(e.min())
-    shift = (e - emin).tolist()
-    return [int(a) << s for a, s in zip(m.tolist(), shift)]
-
-
-def exact_pearson(x, y) -> float:
-    """Pearson r of float data from exact integer sums (one final rounding)."""
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    n = x.shape[0]
-    xi, yi = _as_integers(x), _as_integers(y)
-    sx, sy = sum(xi), sum(yi)
-    sxx = n * sum(a * a for a in xi) - sx * sx
-    syy = n * sum(b * b for b in yi) - sy * sy
-    sxy = n * sum(a * b for a, b in zip(xi, yi)) - sx * sy
-    if sxx == 0 or syy == 0:
-        return math.nan
-    r2 = Fraction(sxy * sxy, sxx * syy)
-    return math.copysign(math.sqrt(r2), sxy) if r2 < 1 else math.copysign(1.0, sxy)
 
 
 def _close(r: float, exact: float) -> bool:

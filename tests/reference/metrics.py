@@ -9,6 +9,8 @@ import math
 from fractions import Fraction
 from itertools import combinations
 
+import numpy as np
+
 
 # ----------------------------------------------------------------- correlation
 
@@ -24,6 +26,32 @@ def pearson(x, y) -> float:
     if sxx == 0 or syy == 0:
         return math.nan
     return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def _as_integers(v: np.ndarray) -> list[int]:
+    """Integers X with v = X * 2**e for one common e (exact)."""
+    mant, expo = np.frexp(v)
+    m = (mant * 2.0**53).astype(np.int64)  # exact: |mant| < 1
+    e = expo.astype(np.int64) - 53
+    emin = int(e.min())
+    shift = (e - emin).tolist()
+    return [int(a) << s for a, s in zip(m.tolist(), shift)]
+
+
+def exact_pearson(x, y) -> float:
+    """Pearson r of float data from exact integer sums (one final rounding)."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    n = x.shape[0]
+    xi, yi = _as_integers(x), _as_integers(y)
+    sx, sy = sum(xi), sum(yi)
+    sxx = n * sum(a * a for a in xi) - sx * sx
+    syy = n * sum(b * b for b in yi) - sy * sy
+    sxy = n * sum(a * b for a, b in zip(xi, yi)) - sx * sy
+    if sxx == 0 or syy == 0:
+        return math.nan
+    r2 = Fraction(sxy * sxy, sxx * syy)
+    return math.copysign(math.sqrt(r2), sxy) if r2 < 1 else math.copysign(1.0, sxy)
 
 
 def average_ranks(v) -> list[float]:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from reference import overlap as ref
 from overlap import TokenSets, dedup, exact_duplicates, ratio
-from test_search import build, collections, make_corpus, ref_units
+from reference.helpers import build, collections, make_corpus, ref_units
 
 thresholds = st.sampled_from([0.0, 0.3, 0.5, 2 / 3, 0.8, 0.99, 1.0])
 

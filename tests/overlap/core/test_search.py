@@ -8,42 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference import overlap as ref
+from reference.helpers import as_arrays, build, collections, make_corpus, ref_units, row
 from overlap import OverlapIndex, TokenSets, max_overlap, overlap_join, ratio
-
-# Small vocabularies make overlaps, ties and identical rows common.
-row = st.lists(st.integers(0, 9), max_size=8)
-big_row = st.lists(st.integers(0, 300), min_size=60, max_size=200)
-
-
-@st.composite
-def collections(draw, n_fields=None, min_rows=0, max_rows=25):
-    """(list of per-field id lists, n_fields) with empty, tiny, huge and repeated rows."""
-    nf = draw(st.integers(1, 3)) if n_fields is None else n_fields
-    n = draw(st.integers(min_rows, max_rows))
-    pool = [draw(st.one_of(row, row, row, big_row)) for _ in range(max(n // 2, 1))]
-    fields = []
-    for _ in range(nf):
-        col = []
-        for _ in range(n):
-            # reuse earlier rows often: exact duplicates and ties
-            col.append(draw(st.sampled_from(pool)) if draw(st.booleans()) else draw(row))
-        fields.append(col)
-    return fields
-
-
-def build(fields, multiset, ngram=1):
-    return [TokenSets.from_ids(col, multiset=multiset, ngram=ngram) for col in fields]
-
-
-def ref_units(fields, multiset, ngram=1):
-    n = len(fields[0])
-    return [tuple(ref.bag(col[i], ngram, multiset) for col in fields) for i in range(n)]
-
-
-def as_arrays(rows_, k):
-    return (np.array([[s for s, _ in r] for r in rows_], dtype=float).reshape(-1, k),
-            np.array([[j for _, j in r] for r in rows_], dtype=np.int64).reshape(-1, k))
-
 
 @given(st.data(), st.booleans(), st.integers(1, 4), st.sampled_from([0.0, 0.2, 0.5, 2 / 3, 1.0]),
        st.integers(1, 2))
@@ -235,21 +201,6 @@ def test_index_reuse_matches_function():
     np.testing.assert_array_equal(a.score, b.score)
     np.testing.assert_array_equal(a.index, b.index)
     assert len(idx) == 300 and idx.n_fields == 1
-
-
-def make_corpus(rng, n, vocab=400, zipf=1.3):
-    """Zipf tokens with planted near-duplicates: a small realistic corpus."""
-    rows_ = []
-    for i in range(n):
-        if i > 10 and rng.random() < 0.2:
-            base = list(rows_[rng.integers(0, i)])
-            if base and rng.random() < 0.5:
-                base[rng.integers(0, len(base))] = int(rng.integers(0, vocab))
-            rows_.append(base)
-        else:
-            length = int(rng.integers(0, 25))
-            rows_.append([int(x) % vocab for x in rng.zipf(zipf, length)])
-    return rows_
 
 
 @pytest.mark.parametrize("n_threads", [2, 3, 4])

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from reference import overlap as ref
 from overlap import OverlapIndex, TokenSets, _bitslice_index, _index, _search, dedup
 from overlap import max_overlap, overlap_join
-from test_search import as_arrays, build, collections, ref_units
+from reference.helpers import as_arrays, build, collections, ref_units
 
 
 @contextlib.contextmanager
