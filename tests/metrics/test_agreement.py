@@ -1,7 +1,7 @@
 """metrics.krippendorff_alpha / split_half / trimmed_mean.
 
 Krippendorff's alpha is checked against its definition in exact rationals
-(tests/_reference_agreement.py), Krippendorff's published example, and the
+(tests/reference/agreement.py), Krippendorff's published example, and the
 krippendorff package when it is installed.
 """
 

@@ -82,7 +82,7 @@ def test_default_threads_run_one_thread_for_a_million_pairs(monkeypatch):
     assert seen == [2]
 
 
-# --- errors name the argument (issue 9 item 7; found by tests/test_fuzz_api.py) -----
+# --- errors name the argument (issue 9 item 7; found by tests/api/test_argument_fuzz.py)
 
 _RAGGED = [[1, 2], [3]]
 _X = np.arange(8.0)

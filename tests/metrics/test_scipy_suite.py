@@ -1,6 +1,6 @@
 """scipy's own correlation tests, run against metrics (issue 11, section 2).
 
-``tests/scipy_suite`` swaps ``metrics.pearson``/``spearman``/``kendall`` into
+``tests/reference/scipy_suite`` swaps ``metrics.pearson``/``spearman``/``kendall`` into
 scipy's installed ``test_stats.py`` and ``test_mstats_basic.py`` and keeps the
 ~205 tests that reach them.  Every test must pass except the documented ones
 below (docs/metrics.md, "scipy compatibility"); a new failure fails this test.

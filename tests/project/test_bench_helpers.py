@@ -1,7 +1,7 @@
 """Fast checks of the benchmark helpers in bench/ (peers and corpus generators).
 
 The benchmarks assert that ours equals every exact peer; these tests make sure
-the peers themselves compute the definition (tests/_reference.py) and that the
+the peers themselves compute the definition (tests/reference/overlap.py) and that the
 generators plant what they claim.
 """
 
