@@ -1,7 +1,7 @@
 """scipy's own correlation tests, run against metrics (issue 11, section 2).
 
-``tests/reference/scipy_suite`` swaps ``metrics.pearson``/``spearman``/``kendall`` into
-scipy's installed ``test_stats.py`` and ``test_mstats_basic.py`` and keeps the
+``tests/reference/scipy_suite`` swaps ``metrics.pearson``/``spearman``/``kendall``
+into scipy's installed ``test_stats.py`` and ``test_mstats_basic.py`` and keeps the
 ~205 tests that reach them.  Every test must pass except the documented ones
 below (docs/metrics.md, "scipy compatibility"); a new failure fails this test.
 """
@@ -9,6 +9,7 @@ below (docs/metrics.md, "scipy compatibility"); a new failure fails this test.
 from __future__ import annotations
 
 import pytest
+import scipy
 
 import metrics
 
@@ -29,8 +30,20 @@ KNOWN_UNSUPPORTED = {
 }
 
 
+#: the scipy whose tests the list above was made from (docs/metrics.md).  An
+#: older scipy's tests check that release's behaviour where metrics follows
+#: today's (scipy 1.9: other error wording, mstats.pearsonr's own arithmetic
+#: compared bit for bit, 170 tests reached), so they are not run there.
+SUITE_SCIPY = (1, 17)
+_HAVE = tuple(int(p) for p in scipy.__version__.split(".")[:2])
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not scipy_test_files(), reason="scipy is installed without its tests")
+@pytest.mark.skipif(_HAVE < SUITE_SCIPY,
+                    reason=f"scipy {scipy.__version__}'s own tests check its behaviour, "
+                    f"not today's; the documented gaps are those of scipy "
+                    f"{'.'.join(map(str, SUITE_SCIPY))}'s tests")
 def test_scipy_suite_passes_except_documented_gaps():
     from pathlib import Path
 
