@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from reference import metrics as ref
 import metrics
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("OVERLAP_METRICS_DATA", REPO.parent / "shared" / "data"))
 IPRE = DATA / "ipre"
 needs_ipre = pytest.mark.skipif(
