@@ -1,5 +1,6 @@
-"""Metrics robustness: Ctrl-C in bootstrap_ci, integer ranks, extreme scales,
-confidence intervals of the rank correlations."""
+"""Extreme scales and long calls: magnitudes near the float limits, integers
+beyond 2**53 ranked as integers, Ctrl-C in bootstrap_ci, and the confidence
+intervals of the rank correlations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Regression tests of issue 9 (hardening of the core), one group per item.
+"""The core at run time and at its kernels' door (issue 9, one group per item).
+
+Thread counts, Ctrl-C, fork; what reaches a kernel (exact str objects, hashes
+of one provenance, raw arrays checked) and errors that name the argument.
 
 Anything that could kill the interpreter (an abort in the OpenMP runtime, a
 segfault in a kernel, a hang) runs in a subprocess, so a regression fails the

@@ -1,4 +1,4 @@
-"""Issue 31, items 2-4 and the reading bullets of 5, 7, 8: what the readers read.
+"""What the readers read (issue 31, items 2-4 and the reading bullets of 5, 7, 8).
 
 Plain text files, inferred fields, the default tokenizer on CJK text,
 DataFrame/Dataset round trips, and bad input caught at read time (lone
