@@ -4,7 +4,7 @@ W is the single-turn workload of the overlap study: DailyDialog's original split
 ``make_samples(read_dialogues(...), turns=1)``, default ``wordpunct`` tokenizer:
 76,053 train, 7,069 validation and 6,740 test (context, response) samples from
 11,118 / 1,000 / 1,000 dialogues.  It is read from the shared data folder
-(``tests/_datadir.py``: ``shared_data_dir()``, override with ``OVERLAP_METRICS_DATA``).
+(``tests/reference/datadir.py``: ``shared_data_dir()``, override with ``OVERLAP_METRICS_DATA``).
 Without it (or with ``OVERLAP_BENCH_GENERATED=1``) the suites run on a seeded
 generated corpus of the same shape:
 
@@ -36,10 +36,10 @@ from overlap.pipeline.dialogue import Samples, make_samples, read_dialogues
 
 
 def _load_datadir():
-    """tests/_datadir.py (where the shared data lives), loaded by its path: it
+    """tests/reference/datadir.py (where the shared data lives), loaded by its path: it
     serves the tests and the benchmarks, so it is not part of the installed
     package, and tests/ is not a package."""
-    path = Path(__file__).resolve().parents[1] / "tests" / "_datadir.py"
+    path = Path(__file__).resolve().parents[1] / "tests" / "reference" / "datadir.py"
     spec = importlib.util.spec_from_file_location("bench._datadir", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

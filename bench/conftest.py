@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import shlex
+import sys
 
 import numpy as np
 import pytest
@@ -57,7 +59,21 @@ def pytest_report_header(config):
             f"overlap bench: peers = {peers}"]
 
 
+#: environment variables that change what a run measures, kept with its command
+RUN_ENV = ("OVERLAP_BENCH_GENERATED", "OVERLAP_BENCH_SCALE", "OVERLAP_BENCH_SCALE_1THREAD",
+           "OVERLAP_BENCH_SCALE_QUERIES", "OVERLAP_BENCH_SLOW", "OMP_NUM_THREADS")
+
+
+def _command(config) -> str:
+    """The command line of this run, as it was typed (for bench/report.py)."""
+    env = [f"{k}={shlex.quote(os.environ[k])}" for k in RUN_ENV if os.environ.get(k)]
+    main = sys.argv[0].replace("\\", "/")
+    prog = ["python", "-m", "pytest"] if main.endswith("pytest/__main__.py") else ["pytest"]
+    return " ".join(env + prog + [shlex.quote(a) for a in config.invocation_params.args])
+
+
 def pytest_benchmark_update_machine_info(config, machine_info):
+    machine_info["command"] = _command(config)
     machine_info["cpu_model"] = _cpu_model()
     machine_info["logical_cpus"] = os.cpu_count()
     machine_info["overlap_threads"] = overlap.effective_n_threads(None)

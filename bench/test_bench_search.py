@@ -9,7 +9,7 @@ Timed regions
   (the ``*_end_to_end`` variants time ``max_overlap(queries, references)``,
   index build included).  ``ours[bitslice-...]`` is the path the cost model
   picks (the bit-sliced kernel on W; its bitmaps are built by the untimed
-  first call), ``ours[previous-kernel-...]`` forces the postings kernel
+  first call), ``ours[postings-...]`` forces the postings kernel
   (``overlap._bitslice_index.FORCE_PATH = "postings"``), so both kernels
   appear side by side in one run;
 * scipy brute force: ``top1()`` on binary CSR matrices built beforehand (their
@@ -41,8 +41,8 @@ G_CTX = "search: top-1, test vs train, context only"
 G_TOP5 = "search: top-5, test vs train, 2 fields"
 G_UNITS = "search: all-vs-rest, 13,118 dialogues as units"
 
-#: which kernel ours runs: the cost model's choice, or the previous (postings) kernel
-PATHS = [pytest.param(None, id="bitslice"), pytest.param("postings", id="previous-kernel")]
+#: which kernel ours runs: the cost model's choice, or the postings kernel forced
+PATHS = [pytest.param(None, id="bitslice"), pytest.param("postings", id="postings")]
 
 
 # ------------------------------------------------------------------ fixtures

@@ -16,7 +16,7 @@ alpha ...`` (Krippendorff's alpha of an annotation table); ``python -m metrics
 """
 
 # The version of the distribution (overlap-metrics): written once, as
-# overlap.__version__, which pyproject.toml reads too; tests/test_metrics_cli.py
+# overlap.__version__, which pyproject.toml reads too; tests/metrics/test_metrics_cli.py
 # checks that they agree.
 import overlap as _overlap
 

@@ -28,7 +28,7 @@ Two ways to search one chunk, chosen per chunk by ``index=``:
     unless the last chunk searched that way listed more pairs than it had
     rows; else ``"chunk"``.
 
-The rule comes from a measurement (bench/README.md, "Streaming"): on Zipf
+The rule comes from a measurement (docs/streaming.md): on Zipf
 text with 1,000 queries and 65,536-row chunks, one thread, the query index is
 1.4x (cut-off 0.5) to 2.7x (0.8) faster than indexing the chunk, but at 0.3 it
 is 2.4x slower and at 0.1 about 70x slower, because the join then lists

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from _datadir import DATA_ENV, shared_data_dir
+from reference.datadir import DATA_ENV, shared_data_dir
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow]
