@@ -169,6 +169,6 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
         else:
             a = row_id(T.Q, u.qi)
             b = row_id(T.R, r)
-            if push_pair(pairs, a if not T.exclude or a < b else b,
-                         b if not T.exclude or a < b else a, sc) != 0:
+            if push_pair(pairs, a if not T.upper_only or a < b else b,
+                         b if not T.upper_only or a < b else a, sc) != 0:
                 pairs.failed = 1

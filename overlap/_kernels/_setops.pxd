@@ -4,7 +4,7 @@
 from libc.stdint cimport uint64_t, int64_t, uint32_t
 
 cdef inline double dice(int64_t inter, int64_t size_a, int64_t size_b) noexcept nogil:
-    """Dice ratio 2*inter/(a+b), 0 when both sets are empty (SPEC 2)."""
+    """Dice ratio 2*inter/(a+b), 0 when both sets are empty."""
     if size_a + size_b == 0:
         return 0.0
     return 2.0 * <double>inter / <double>(size_a + size_b)

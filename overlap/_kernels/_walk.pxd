@@ -7,7 +7,7 @@ from libc.math cimport ceil
 from libc.stdint cimport uint64_t, int64_t, int32_t
 
 from overlap._kernels cimport _limits
-from overlap._kernels._signatures cimport popcount64
+from overlap._kernels._signatures cimport popcount64, sig_scan_fn
 from overlap._kernels._types cimport Entry, Group, Index, TokenInfo, overlap_prefetch
 
 cdef enum:
@@ -30,6 +30,7 @@ ctypedef struct SigFilter:
     int64_t q            # the query's size in the scanned field
     double cut           # the scan's cut, lowered by a relative 1e-9
     int allowed[_limits.MAX_FIELDS]   # other fields: most differing bits a match can show
+    sig_scan_fn scan     # the group signature test (walk_fill) of the call's CPU level
 
 
 
