@@ -53,6 +53,7 @@ from overlap._kernels._sort cimport chunk_first_slots
 from overlap._kernels._cpu cimport current_level, cpu_detect_level
 from overlap._kernels._collection cimport Collection
 from overlap._kernels._limits cimport MAX_FIELDS
+from overlap._kernels._runner cimport Hooks, PairBuf, TopK, run_queries
 from overlap._kernels._types cimport Coll, VocabSlot
 from overlap._kernels._vocab cimport vocab_lookup
 from overlap._kernels._checks cimport check_flat, longest_row
@@ -107,6 +108,7 @@ ctypedef struct BIndex:
 
 
 ctypedef struct Scratch:
+    TopK top                 # the running top-k (first: see _runner.pxd)
     const uint64_t** rows    # F * rowcap frequent rows of the query
     int64_t rowcap
     int n_frequent[MAX_FIELDS]   # frequent tokens per field
@@ -125,13 +127,8 @@ ctypedef struct Scratch:
     int64_t* nstamp          # F * NEED_CACHE
     int64_t epoch
     double thr
-    double* ks
-    int64_t* ki
-    int nk
     int64_t n_blocks         # blocks counted
     int64_t n_cand           # references scored
-    int64_t prev_q           # the previous query this thread handled, and its best match
-    int64_t prev_best
     int64_t seed_r           # renumbered reference scored before the scan (-1: none)
 
 
@@ -202,9 +199,17 @@ cdef class BitsliceIndex:
         if stop == start:
             self.last_stats = stats.sum(axis=0)
             return
-        cdef int ok = run_queries(Q, &self.x, start, stop, k, min_score, exclude_self,
-                                  max_row, n_threads, kernels_for(current_level()),
-                                  &out_score[0, 0], &out_index[0, 0], &sv[0, 0])
+        cdef BTask T
+        T.Q = Q
+        T.X = &self.x
+        T.k = k
+        T.floor_score = min_score
+        T.exclude = exclude_self
+        T.max_row = max_row
+        T.kern = kernels_for(current_level())
+        cdef int ok = run_queries(&BITSLICE_HOOKS, &T, Q, start, stop, k, n_threads,
+                                  &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
+                                  NULL, 0)
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap bit-sliced search: out of memory for per-thread scratch")
@@ -461,7 +466,7 @@ cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
 
 
 cdef inline void update_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
-    cdef double t = floor_score if s.nk < k else s.ks[k - 1]
+    cdef double t = floor_score if s.top.nk < k else s.top.ks[k - 1]
     if t != s.thr:
         s.thr = t
         s.epoch += 1  # cached need counts are stale
@@ -635,7 +640,7 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
-            topk_insert(s.ks, s.ki, &s.nk, k, sc, X.order[r])
+            topk_insert(s.top.ks, s.top.ki, &s.top.nk, k, sc, X.order[r])
             update_threshold(s, k, floor_score)
 
 
@@ -656,7 +661,7 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
             sc = d
     s.n_cand += 1
     if sc > 0.0 and sc >= s.thr:
-        topk_insert(s.ks, s.ki, &s.nk, k, sc, X.order[r])
+        topk_insert(s.top.ks, s.top.ki, &s.top.nk, k, sc, X.order[r])
         update_threshold(s, k, floor_score)
 
 
@@ -665,8 +670,8 @@ cdef inline bint seed_kept(const BIndex* X, const Scratch* s) noexcept nogil:
     cdef int e
     if s.seed_r < 0:
         return False
-    for e in range(s.nk):
-        if s.ki[e] == X.order[s.seed_r]:
+    for e in range(s.top.nk):
+        if s.top.ki[e] == X.order[s.seed_r]:
             return True
     return False
 
@@ -703,22 +708,22 @@ cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern)
 
 cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double floor_score,
                      bint exclude, Scratch* s, Kernels kern) noexcept nogil:
-    """Top-k of one query into s.ks / s.ki (s.nk entries)."""
+    """Top-k of one query into s.top.ks / s.top.ki (s.top.nk entries)."""
     cdef int64_t nblk = X.nw // BS_BLOCK, up, down, lo, hi, mid, self_r = -1
     cdef double bu, bd
-    s.nk = 0
+    s.top.nk = 0
     s.epoch += 1
     s.thr = floor_score
     s.seed_r = -1
     if prepare_query(Q, qi, X, s):
         if exclude:
             self_r = X.rank[qi]
-        if s.prev_q == qi - 1 and s.prev_best >= 0 and s.prev_best + 1 < X.n:
+        if s.top.prev_q == qi - 1 and s.top.prev_best >= 0 and s.top.prev_best + 1 < X.n:
             # a hint: consecutive queries are often consecutive samples of one
             # dialogue, whose best matches are consecutive references too;
             # scoring that reference first only raises thr early (it is then
             # left out of the scan, so it is never counted twice)
-            s.seed_r = X.rank[s.prev_best + 1]
+            s.seed_r = X.rank[s.top.prev_best + 1]
             if s.seed_r == self_r:
                 s.seed_r = -1
             else:
@@ -747,7 +752,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
                 bd = -1.0
             if bu < 0.0 and bd < 0.0:
                 break
-            if s.nk == k and s.ks[k - 1] >= 1.0 and not seed_kept(X, s):
+            if s.top.nk == k and s.top.ks[k - 1] >= 1.0 and not seed_kept(X, s):
                 # k identical references found by the scan: an equal one has
                 # the same sizes in every field, so it lies in the run being
                 # scanned upwards (renumbered by original index within equal
@@ -765,64 +770,84 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
     reset_query(X, s)
 
 
-cdef int run_queries(const Coll* Q, const BIndex* X, int64_t start, int64_t stop, int k,
-                     double floor_score, bint exclude, int64_t max_row, int n_threads,
-                     Kernels kern, double* out_s, int64_t* out_i,
-                     int64_t* stats) noexcept nogil:
-    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
-    cdef int64_t qi, e
-    cdef int tid, failed = 0, F = X.F
-    cdef Scratch* s
-    cdef int64_t nref = X.n if X.n > 0 else 1
-    cdef int64_t nw = X.nw if X.nw > 0 else 1
-    cdef int64_t rowcap = max_row if max_row > 0 else 1
-    s = NULL
-    tid = 0
-    with parallel(num_threads=n_threads):
-        s = <Scratch*>calloc(1, sizeof(Scratch))
-        if s != NULL:
-            s.rowcap = rowcap
-            s.rows = <const uint64_t**>malloc(F * rowcap * sizeof(uint64_t*))
-            s.rare_counts = <int32_t*>calloc(F * nref, sizeof(int32_t))
-            s.touched_words = <uint64_t*>calloc(F * nw, sizeof(uint64_t))
-            s.touched = <int32_t*>malloc(F * nref * sizeof(int32_t))
-            s.P = <uint64_t*>calloc(F * BS_MAX_PLANES * BS_BLOCK, sizeof(uint64_t))
-            s.ncache = <int32_t*>malloc(F * NEED_CACHE * sizeof(int32_t))
-            s.nstamp = <int64_t*>calloc(F * NEED_CACHE, sizeof(int64_t))
-            s.ks = <double*>malloc(k * sizeof(double))
-            s.ki = <int64_t*>malloc(k * sizeof(int64_t))
-            s.prev_q = -2
-            s.prev_best = -1
-        tid = omp_get_thread_num()
-        try:
-            for qi in prange(start, stop, schedule="dynamic", chunksize=8):
-                if (s == NULL or s.rows == NULL or s.rare_counts == NULL or s.touched_words == NULL
-                        or s.touched == NULL or s.P == NULL or s.ncache == NULL
-                        or s.nstamp == NULL or s.ks == NULL or s.ki == NULL):
-                    failed += 1
-                    continue
-                search_one(Q, qi, X, k, floor_score, exclude, s, kern)
-                s.prev_q = qi
-                s.prev_best = s.ki[0] if s.nk > 0 else -1
-                for e in range(k):
-                    if e < s.nk:
-                        out_s[qi * k + e] = s.ks[e]
-                        out_i[qi * k + e] = s.ki[e]
-                    else:
-                        out_s[qi * k + e] = 0.0
-                        out_i[qi * k + e] = -1
-        finally:
-            if s != NULL:
-                stats[2 * tid] += s.n_blocks
-                stats[2 * tid + 1] += s.n_cand
-                free(s.rows)
-                free(s.rare_counts)
-                free(s.touched_words)
-                free(s.touched)
-                free(s.P)
-                free(s.ncache)
-                free(s.nstamp)
-                free(s.ks)
-                free(s.ki)
-                free(s)
-    return 1 if failed else 0
+ctypedef struct BTask:
+    # what one bit-sliced call does; the same for every query of the call
+    const Coll* Q
+    const BIndex* X
+    int k
+    double floor_score
+    bint exclude             # skip reference qi (all-vs-rest)
+    int64_t max_row
+    Kernels kern             # the block kernels of the call's CPU level
+
+
+cdef void* bitslice_scratch_new(const void* ctx) noexcept nogil:
+    """One thread's scratch for a call, or NULL when memory runs out (nothing leaks)."""
+    cdef const BTask* T = <const BTask*>ctx
+    cdef int F = T.X.F
+    cdef int64_t nref = T.X.n if T.X.n > 0 else 1
+    cdef int64_t nw = T.X.nw if T.X.nw > 0 else 1
+    cdef int64_t rowcap = T.max_row if T.max_row > 0 else 1
+    cdef Scratch* s = <Scratch*>calloc(1, sizeof(Scratch))
+    if s == NULL:
+        return NULL
+    s.rowcap = rowcap
+    s.rows = <const uint64_t**>malloc(F * rowcap * sizeof(uint64_t*))
+    s.rare_counts = <int32_t*>calloc(F * nref, sizeof(int32_t))
+    s.touched_words = <uint64_t*>calloc(F * nw, sizeof(uint64_t))
+    s.touched = <int32_t*>malloc(F * nref * sizeof(int32_t))
+    s.P = <uint64_t*>calloc(F * BS_MAX_PLANES * BS_BLOCK, sizeof(uint64_t))
+    s.ncache = <int32_t*>malloc(F * NEED_CACHE * sizeof(int32_t))
+    s.nstamp = <int64_t*>calloc(F * NEED_CACHE, sizeof(int64_t))
+    s.top.ks = <double*>malloc(T.k * sizeof(double))
+    s.top.ki = <int64_t*>malloc(T.k * sizeof(int64_t))
+    s.top.prev_q = -2
+    s.top.prev_best = -1
+    if (s.rows == NULL or s.rare_counts == NULL or s.touched_words == NULL
+            or s.touched == NULL or s.P == NULL or s.ncache == NULL
+            or s.nstamp == NULL or s.top.ks == NULL or s.top.ki == NULL):
+        bitslice_scratch_free(s)
+        return NULL
+    return s
+
+
+cdef void bitslice_scratch_free(void* scratch) noexcept nogil:
+    cdef Scratch* s = <Scratch*>scratch
+    if s == NULL:
+        return
+    free(s.rows)
+    free(s.rare_counts)
+    free(s.touched_words)
+    free(s.touched)
+    free(s.P)
+    free(s.ncache)
+    free(s.nstamp)
+    free(s.top.ks)
+    free(s.top.ki)
+    free(s)
+
+
+cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
+                              PairBuf* pairs) noexcept nogil:
+    cdef const BTask* T = <const BTask*>ctx
+    search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern)
+
+
+cdef void bitslice_take_stats(void* scratch, int64_t* row) noexcept nogil:
+    """Blocks counted, references scored."""
+    cdef Scratch* s = <Scratch*>scratch
+    if row != NULL:
+        row[0] += s.n_blocks
+        row[1] += s.n_cand
+    s.n_blocks = 0
+    s.n_cand = 0
+
+
+# the bit-sliced kernel's side of the runner (_runner.run_queries)
+cdef Hooks BITSLICE_HOOKS
+BITSLICE_HOOKS.scratch_new = bitslice_scratch_new
+BITSLICE_HOOKS.scratch_free = bitslice_scratch_free
+BITSLICE_HOOKS.search_one = bitslice_search_one
+BITSLICE_HOOKS.take_stats = bitslice_take_stats
+BITSLICE_HOOKS.n_stats = 2
+BITSLICE_HOOKS.chunk = 8

@@ -37,11 +37,9 @@ import threading
 
 import numpy as np
 cimport numpy as cnp
-from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport calloc, free
 
-from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels cimport _limits
 from overlap._kernels._candidates cimport (
     bucket_candidates, mark_done, verify_candidates, verify_now, verify_top_partials,
@@ -55,8 +53,8 @@ from overlap._kernels._postings cimport sign_entries
 from overlap._kernels._postings import group_records, size_groups, token_info
 from overlap._kernels._query cimport Query, Task, running_cut
 from overlap._kernels._runner cimport (
-    PairBuf, Scratch, ScratchPool, check_call, current_threshold, pool_for, push_pair,
-    scratch_free, scratch_new, write_top_k,
+    Hooks, PairBuf, Scratch, ScratchPool, check_call, current_threshold, pool_for, push_pair,
+    run_queries, scratch_free, scratch_new,
 )
 from overlap._kernels._scoring cimport bounded_score, exact_score, rows_identical, signatures_reach
 from overlap._kernels._setops cimport dice, topk_insert
@@ -246,7 +244,7 @@ cdef class ReferenceIndex:
             self._need_fingerprint_order(n_threads)
         stats = np.zeros((max(1, n_threads), 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
-        cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
+        cdef int ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
                                   k, min_score, exclude_self, max_row, max_mass, n_threads,
                                   &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
                                   slots, pool_size)
@@ -276,7 +274,7 @@ cdef class ReferenceIndex:
         stats = np.zeros((n_buffers, 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         try:
-            ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
+            ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
                              1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
                              &sv[0, 0], slots, pool_size)
             self.last_stats = stats.sum(axis=0)
@@ -398,9 +396,9 @@ cdef inline bint exact_duplicate(const Task* T, const Query* u, Scratch* s) noex
                 break  # fpi is ascending within a run: the first is the lowest
     if best < 0:
         return False
-    s.ks[0] = 1.0
-    s.ki[0] = best
-    s.nk = 1
+    s.top.ks[0] = 1.0
+    s.top.ki[0] = best
+    s.top.nk = 1
     return True
 
 
@@ -534,8 +532,8 @@ cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept n
         mark_done(u, s, qi)   # reset with the other touched references
     # (in a renumbered collection neighbours by index are not neighbours in
     # the caller's order, and prev_best is an id: no seed)
-    if s.prev_q == qi - 1 and s.prev_best >= 0 and T.R.id == NULL and T.Q.id == NULL:
-        r = s.prev_best + 1
+    if s.top.prev_q == qi - 1 and s.top.prev_best >= 0 and T.R.id == NULL and T.Q.id == NULL:
+        r = s.top.prev_best + 1
         if r < T.R.n and s.state[r] == 0 and not (T.skip_self and r == qi):
             mark_done(u, s, r)
             verify_now(T, u, s, r)
@@ -904,7 +902,7 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
 
 
 cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noexcept nogil:
-    """Handle one query: fills s.ks/s.ki (top-k) or appends to ``pairs`` (join).
+    """Handle one query: fills s.top.ks/s.top.ki (top-k) or appends to ``pairs`` (join).
 
     ``T.skip_self`` skips reference qi (top-k, all-vs-rest); ``T.upper_only``
     makes the join a self-join: query qi pairs only with the references after it by (size in
@@ -914,7 +912,7 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
     """
     cdef Query u
     cdef int64_t n
-    s.nk = 0
+    s.top.nk = 0
     if not prepare_query(T, qi, &u):
         return
     if (T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and T.Q.fp != NULL
@@ -929,22 +927,53 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
     verify_candidates(T, &u, s, n, pairs)
 
 
-cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start,
-                     int64_t stop, int mode, int k, double floor_score, bint exclude,
-                     int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
-                     int64_t* out_i, PairBuf* bufs, int64_t* stats,
-                     Scratch** pool, int pool_size) noexcept nogil:
-    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed.
+cdef void* postings_scratch_new(const void* ctx) noexcept nogil:
+    cdef const Task* T = <const Task*>ctx
+    return scratch_new(T.R.n, T.max_row, T.Q.F, T.max_mass, T.k)
 
-    Thread t takes its scratch from pool[t] (made there on first use and
-    kept) when t < pool_size, else makes one for this call; a scratch is
-    clean after every query, so a pool serves one caller's consecutive calls.
+
+cdef void postings_scratch_free(void* s) noexcept nogil:
+    scratch_free(<Scratch*>s)
+
+
+cdef void postings_search_one(const void* ctx, int64_t qi, void* s,
+                              PairBuf* pairs) noexcept nogil:
+    search_one(<const Task*>ctx, qi, <Scratch*>s, pairs)
+
+
+cdef void postings_take_stats(void* scratch, int64_t* row) noexcept nogil:
+    """Postings read, candidates admitted, exact verifications."""
+    cdef Scratch* s = <Scratch*>scratch
+    if row != NULL:
+        row[0] += s.n_post
+        row[1] += s.n_touch
+        row[2] += s.n_verify
+    s.n_post = 0
+    s.n_touch = 0
+    s.n_verify = 0
+
+
+# the postings kernel's side of the runner (_runner.run_queries)
+cdef Hooks POSTINGS_HOOKS
+POSTINGS_HOOKS.scratch_new = postings_scratch_new
+POSTINGS_HOOKS.scratch_free = postings_scratch_free
+POSTINGS_HOOKS.search_one = postings_search_one
+POSTINGS_HOOKS.take_stats = postings_take_stats
+POSTINGS_HOOKS.n_stats = 3
+POSTINGS_HOOKS.chunk = 16
+
+
+cdef int run_postings(const Coll* Q, const Coll* R, const Index* X, int64_t start,
+                      int64_t stop, int mode, int k, double floor_score, bint exclude,
+                      int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
+                      int64_t* out_i, PairBuf* bufs, int64_t* stats,
+                      Scratch** pool, int pool_size) noexcept nogil:
+    """Run queries[start:stop] on the runner; 0 on success, 1 if scratch allocation failed.
+
+    ``exclude``: skip reference qi (top-k) or the self-join (join); ``bufs``
+    only for a join.  Scratch from ``pool`` as run_queries says.
     """
     cdef Task T
-    cdef int64_t qi
-    cdef int tid = 0, failed = 0
-    cdef bint pooled = False
-    cdef Scratch* s = NULL
     T.Q = Q
     T.R = R
     T.X = X
@@ -954,33 +983,7 @@ cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start
     T.skip_self = exclude and mode == MODE_TOPK
     T.upper_only = exclude and mode == MODE_JOIN
     T.sig_scan = sig_scan_for(current_level())
-    with parallel(num_threads=n_threads):
-        tid = omp_get_thread_num()
-        pooled = tid < pool_size
-        s = pool[tid] if pooled else NULL
-        if s == NULL:
-            s = scratch_new(R.n, max_row, Q.F, max_mass, k)
-            if pooled:
-                pool[tid] = s
-        if s != NULL:
-            s.n_post = 0
-            s.n_touch = 0
-            s.n_verify = 0
-        try:
-            for qi in prange(start, stop, schedule="dynamic", chunksize=16):
-                if s == NULL:
-                    failed += 1
-                    continue
-                search_one(&T, qi, s, &bufs[tid] if mode == MODE_JOIN else NULL)
-                s.prev_q = qi
-                s.prev_best = s.ki[0] if s.nk > 0 else -1
-                if mode == MODE_TOPK:
-                    write_top_k(s, row_id(Q, qi), k, out_s, out_i)
-        finally:
-            if s != NULL:
-                stats[3 * tid] += s.n_post
-                stats[3 * tid + 1] += s.n_touch
-                stats[3 * tid + 2] += s.n_verify
-            if not pooled:
-                scratch_free(s)
-    return 1 if failed else 0
+    T.max_row = max_row
+    T.max_mass = max_mass
+    return run_queries(&POSTINGS_HOOKS, &T, Q, start, stop, k, n_threads, out_s, out_i,
+                       bufs if mode == MODE_JOIN else NULL, stats, <void**>pool, pool_size)

@@ -20,6 +20,8 @@ ctypedef struct Task:
     bint skip_self       # top-k: reference qi is not a match of query qi (all-vs-rest)
     bint upper_only      # join: the self-join, each pair once (see key_above)
     sig_scan_fn sig_scan # the group signature test of the CPU level the call uses
+    int64_t max_row      # the scratch's shape: longest query row (a field) and mass
+    int64_t max_mass
 
 
 ctypedef struct Query:
