@@ -330,18 +330,7 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
     """
     cdef int64_t n = order.shape[0], V = bitmap_row.shape[0], nnz = inverse.shape[0]
     cdef int64_t k, i, t, v, row, c, acc, w, seen, a, b
-    if indptr.shape[0] != n + 1 or (n and (indptr[0] != 0 or indptr[n] != nnz)):
-        raise ValueError("fill_field: indptr does not cover the tokens")
-    if nw < 0 or nw * 64 < n or n_rows < 0:
-        raise ValueError("fill_field: nw words do not cover the references")
-    for i in range(n):
-        if indptr[i + 1] < indptr[i]:
-            raise ValueError("fill_field: indptr is not sorted")
-        if order[i] < 0 or order[i] >= n:
-            raise ValueError("fill_field: order names a reference out of range")
-    for v in range(V):
-        if bitmap_row[v] < -1 or bitmap_row[v] >= n_rows:
-            raise ValueError("fill_field: a bitmap row out of range")
+    check_fill_input(indptr, order, bitmap_row, n_rows, nw, nnz)
     cdef int n_chunks = (FILL_CHUNKS * n_threads
                          if n_threads > 1 and nnz >= FILL_MIN_TOKENS
                          and FILL_CHUNKS * n_threads * V <= 4 * nnz else 1)
@@ -401,28 +390,61 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
     cdef int32_t[::1] rv = rref
     cdef int32_t* rq = &rv[0] if rv.shape[0] else NULL
     with nogil:
-        for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
-            chunk_first_slots(fp, n_chunks, V, v, rp[v])
-        for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
-            # the chunk's words of every row (cuts fall on words, but n; the
-            # last chunk also clears the padding words up to nw)
-            a = (cut[c] + 63) >> 6
-            b = nw if c == n_chunks - 1 else (cut[c + 1] + 63) >> 6
-            if b > a:
-                for row in range(n_rows):
-                    memset(bp + row * nw + a, 0, <size_t>(b - a) * sizeof(uint64_t))
-            for k in range(cut[c], cut[c + 1]):
-                i = order[k]
-                for t in range(indptr[i], indptr[i + 1]):
-                    v = inv[t]
-                    row = bitmap_row[v]
-                    if row >= 0:
-                        bp[row * nw + (k >> 6)] |= (<uint64_t>1) << (k & 63)
-                    else:
-                        a = fp[c * V + v]
-                        fp[c * V + v] = a + 1
-                        rq[a] = <int32_t>k
+        fill_chunks(&indptr[0], inv, &order[0] if n else NULL,
+                    &bitmap_row[0] if V else NULL, V, n_rows, nw, n_chunks, n_threads,
+                    &cut[0], &rp[0], fp, bp, rq)
     return bits, rptr, rref
+
+
+cdef int check_fill_input(const int64_t[::1] indptr, const int64_t[::1] order,
+                          const int64_t[::1] bitmap_row, int64_t n_rows, int64_t nw,
+                          int64_t nnz) except -1:
+    """ValueError unless fill_field's tables cover the references and each other."""
+    cdef int64_t n = order.shape[0], V = bitmap_row.shape[0], i, v
+    if indptr.shape[0] != n + 1 or (n and (indptr[0] != 0 or indptr[n] != nnz)):
+        raise ValueError("fill_field: indptr does not cover the tokens")
+    if nw < 0 or nw * 64 < n or n_rows < 0:
+        raise ValueError("fill_field: nw words do not cover the references")
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("fill_field: indptr is not sorted")
+        if order[i] < 0 or order[i] >= n:
+            raise ValueError("fill_field: order names a reference out of range")
+    for v in range(V):
+        if bitmap_row[v] < -1 or bitmap_row[v] >= n_rows:
+            raise ValueError("fill_field: a bitmap row out of range")
+    return 0
+
+
+cdef void fill_chunks(const int64_t* indptr, const int32_t* inv, const int64_t* order,
+                      const int64_t* bitmap_row, int64_t V, int64_t n_rows, int64_t nw,
+                      int n_chunks, int n_threads, const int64_t* cut, const int64_t* rp,
+                      int64_t* fp, uint64_t* bp, int32_t* rq) noexcept nogil:
+    """Every chunk's bitmap words and rare postings, from the chunk's own first
+    slots (``fp``, counts until then; see fill_field)."""
+    cdef int64_t k, i, t, v, row, a, b
+    cdef int c
+    for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+        chunk_first_slots(fp, n_chunks, V, v, rp[v])
+    for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
+        # the chunk's words of every row (cuts fall on words, but n; the
+        # last chunk also clears the padding words up to nw)
+        a = (cut[c] + 63) >> 6
+        b = nw if c == n_chunks - 1 else (cut[c + 1] + 63) >> 6
+        if b > a:
+            for row in range(n_rows):
+                memset(bp + row * nw + a, 0, <size_t>(b - a) * sizeof(uint64_t))
+        for k in range(cut[c], cut[c + 1]):
+            i = order[k]
+            for t in range(indptr[i], indptr[i + 1]):
+                v = inv[t]
+                row = bitmap_row[v]
+                if row >= 0:
+                    bp[row * nw + (k >> 6)] |= (<uint64_t>1) << (k & 63)
+                else:
+                    a = fp[c * V + v]
+                    fp[c * V + v] = a + 1
+                    rq[a] = <int32_t>k
 
 
 # ---------------------------------------------------------------- phases
