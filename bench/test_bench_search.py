@@ -10,7 +10,7 @@ Timed regions
   index build included).  ``ours[bitslice-...]`` is the path the cost model
   picks (the bit-sliced kernel on W; its bitmaps are built by the untimed
   first call), ``ours[postings-...]`` forces the postings kernel
-  (``overlap._bitslice_index.FORCE_PATH = "postings"``), so both kernels
+  (``overlap._dispatch.FORCE_PATH = "postings"``), so both kernels
   appear side by side in one run;
 * scipy brute force: ``top1()`` on binary CSR matrices built beforehand (their
   build time is in ``extra_info["build_seconds"]``);
@@ -29,8 +29,8 @@ from numpy.testing import assert_array_equal
 
 import overlap
 
-from overlap import _bitslice_index
-from overlap._kernels import _bitslice
+from overlap import _dispatch
+from overlap._kernels import _bitslice, _cpu
 
 from ._peers import SparseBruteForce, topn_dot
 from .conftest import THREADS, describe, run_once
@@ -96,9 +96,9 @@ def expected(index_2f, index_ctx, index_units, queries):
 def force_path(request):
     """Set FORCE_PATH for one benchmark, restore it afterwards."""
     def set_path(path):
-        prev = _bitslice_index.FORCE_PATH
-        _bitslice_index.FORCE_PATH = path
-        request.addfinalizer(lambda: setattr(_bitslice_index, "FORCE_PATH", prev))
+        prev = _dispatch.FORCE_PATH
+        _dispatch.FORCE_PATH = path
+        request.addfinalizer(lambda: setattr(_dispatch, "FORCE_PATH", prev))
     return set_path
 
 
@@ -131,7 +131,7 @@ def test_ours_prebuilt_index(benchmark, workload, train, index_2f, index_ctx, in
     res = benchmark(idx.max_overlap, q, top_k=top_k, n_threads=n_threads)
     _check(res, expected[group])
     nq = len(idx) if q is None else (len(q) if isinstance(q, overlap.TokenSets) else len(q[0]))
-    kernel = _bitslice_index.choose_path(idx._fields, nq, 0.0)
+    kernel = _dispatch.choose_path(idx._fields, nq, 0.0)
     describe(benchmark, workload, n_queries=nq, n_references=len(idx), fields=idx.n_fields,
              top_k=top_k, side="ours", kernel=kernel,
              timed="max_overlap on prebuilt index" + (" (all vs rest)" if q is None else ""),
@@ -209,22 +209,22 @@ G_SIMD = "search: top-1, test vs train, 2 fields, one thread, by SIMD level"
 def simd_level(request):
     """Set the bit-sliced kernel's SIMD level for one benchmark, restore it afterwards."""
     def set_level(level):
-        prev = _bitslice.set_simd_level(level)
-        request.addfinalizer(lambda: _bitslice.set_simd_level(prev))
+        prev = _cpu.set_simd_level(level)
+        request.addfinalizer(lambda: _cpu.set_simd_level(prev))
     return set_level
 
 
-@pytest.mark.parametrize("level", range(len(_bitslice.LEVEL_NAMES)),
-                         ids=list(_bitslice.LEVEL_NAMES))
+@pytest.mark.parametrize("level", range(len(_cpu.LEVEL_NAMES)),
+                         ids=list(_cpu.LEVEL_NAMES))
 def test_ours_by_simd_level(benchmark, workload, index_2f, queries, expected, simd_level,
                             level):
     """Every SIMD variant this CPU runs, side by side, on one thread."""
-    if level > _bitslice.cpu_level():
-        pytest.skip(f"this CPU does not run {_bitslice.LEVEL_NAMES[level]}")
+    if level > _cpu.cpu_level():
+        pytest.skip(f"this CPU does not run {_cpu.LEVEL_NAMES[level]}")
     benchmark.group = G_SIMD
     simd_level(level)
     res = benchmark(index_2f.max_overlap, queries[G_2F], n_threads=1)
     _check(res, expected[G_2F])
     describe(benchmark, workload, n_queries=len(queries[G_2F][0]), n_references=len(index_2f),
-             fields=2, side="ours", simd=_bitslice.LEVEL_NAMES[level], n_threads=1,
+             fields=2, side="ours", simd=_cpu.LEVEL_NAMES[level], n_threads=1,
              timed="max_overlap on prebuilt index, bit-sliced path")

@@ -18,11 +18,11 @@ _INT32_MAX = np.iinfo(np.int32).max
 
 
 #: Reference sets of at least this many rows are renumbered by size inside the
-#: postings index (see renumbered); smaller ones keep the caller's order.
+#: postings index (see renumbers_by_size); smaller ones keep the caller's order.
 RENUMBER_MIN_ROWS = 1 << 17
 
 
-def renumbered(n_rows: int) -> bool:
+def renumbers_by_size(n_rows: int) -> bool:
     """Whether an index over ``n_rows`` references renumbers them by size.
 
     Rows of one size then sit side by side in every array a search reads
@@ -32,8 +32,8 @@ def renumbered(n_rows: int) -> bool:
     copy of the tokens, which pays on large sets only.  On the generated 1M
     bench set (``bench/test_bench_scale.py``) the self-join at 0.8, index
     build included, took 2.74-3.90 s renumbered against 3.40-4.97 as stored
-    (two threads, five alternating runs each); W's 76k train contexts gain
-    nothing (the copy costs what the join saves).
+    (two threads, five alternating runs each); on sets of tens of thousands
+    of rows the copy costs what the join saves.
     """
     return n_rows >= RENUMBER_MIN_ROWS
 

@@ -64,8 +64,7 @@ def count_key_order(counts: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
     The vocabulary's scan order (rarest first, ties by hash), by the kernel
     ``_vocab.count_key_order``: a byte-wise radix sort by key, then a
-    counting sort by count (0.34 against 1.34 ms for the 17k tokens of W's
-    train contexts, where two numpy sorts took the time).
+    counting sort by count, where ``np.lexsort`` makes two numpy sorts.
     """
     counts, keys = np.asarray(counts), np.asarray(keys)
     if counts.shape != keys.shape or counts.ndim != 1:

@@ -1,4 +1,4 @@
-"""Iterative near-duplicate removal and exact-duplicate grouping (SPEC §5)."""
+"""Iterative near-duplicate removal and exact-duplicate grouping."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Exact max-overlap search, threshold join and aligned ratios (SPEC §2–4)."""
+"""Exact max-overlap search, threshold join and aligned ratios."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Union
 
 import numpy as np
 
-from . import _bitslice_index, _index
+from . import _bitslice_index, _dispatch, _index
 from ._kernels import _collection, _pairs, _postings_search, _runner
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
@@ -195,7 +195,7 @@ class OverlapIndex:
         nt = threads_for(len(fields[0]), nt, 4096)
         # large reference sets are renumbered by size (see _index.renumbered);
         # the results are the same
-        self._renumbered = _index.renumbered(len(fields[0]))
+        self._renumbered = _index.renumbers_by_size(len(fields[0]))
         self._collection: _collection.Collection | None = None
         self._build_threads = nt
         self._postings: _postings_search.ReferenceIndex | None = None
@@ -296,9 +296,9 @@ class OverlapIndex:
         index = np.full((n, top_k), -1, dtype=np.int64)
         # the bit-sliced kernel where its cost model says it pays (same
         # results); it reads the fields as they are
-        run = self._bitslice.top_k_runner(qfields, n, top_k, min_score, qfields is None,
-                                          max_row, score, index)
-        if run is not None:
+        if _dispatch.use_bitslice(self._fields, n, min_score, self._bitslice):
+            run = self._bitslice.top_k_runner(qfields, top_k, min_score, qfields is None,
+                                              max_row, score, index)
             work = query_work(self._fields if qfields is None else qfields)
         else:
             qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",

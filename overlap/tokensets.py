@@ -132,7 +132,7 @@ class TokenSets:
 
     Row ``i`` holds ``hashes[indptr[i]:indptr[i + 1]]`` in ascending order with no
     repeats.  With ``multiset=True`` a parallel ``counts`` array (uint32) keeps
-    each token's multiplicity and the sizes are the sums of counts (SPEC §1).
+    each token's multiplicity and the sizes are the sums of counts.
 
     Build one with :meth:`from_texts`, :meth:`from_ids` (or :meth:`from_flat_ids`) or
     :meth:`from_csr`.

@@ -1,13 +1,11 @@
 import numpy as np
 from numpy.typing import NDArray
 
+from ._collection import Collection
+
 BLOCK_WORDS: int
 MAX_PLANES: int
-LEVEL_NAMES: tuple[str, str, str]
 
-def cpu_level() -> int: ...
-def simd_level() -> int: ...
-def set_simd_level(level: int) -> int: ...
 def block_counts(
     table: NDArray[np.uint64],
     pick: NDArray[np.int64],
@@ -29,21 +27,16 @@ class BitsliceIndex:
         rank: NDArray[np.int32],
         zs: NDArray[np.int32],
         wzmin: NDArray[np.int32],
-        tkeys: NDArray[np.uint64],
-        tids: NDArray[np.int64],
-        toff: NDArray[np.int64],
-        drow: NDArray[np.int64],
+        vocab: NDArray[np.uint64],
+        voff: NDArray[np.int64],
+        bitmap_row: NDArray[np.int64],
         rptr: NDArray[np.int64],
         rref: NDArray[np.int32],
         bits: NDArray[np.uint64],
     ) -> None: ...
     def top_k(
         self,
-        n_fields: int,
-        n_queries: int,
-        ip: NDArray[np.int64],
-        h: NDArray[np.uint64],
-        sz: NDArray[np.int64],
+        queries: Collection,
         start: int,
         stop: int,
         k: int,
@@ -59,7 +52,7 @@ def fill_field(
     indptr: NDArray[np.int64],
     inverse: NDArray[np.int32],
     order: NDArray[np.int64],
-    drow: NDArray[np.int64],
+    bitmap_row: NDArray[np.int64],
     n_rows: int,
     nw: int,
     n_threads: int,

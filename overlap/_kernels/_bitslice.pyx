@@ -18,7 +18,7 @@ One query (one thread handles it from start to end):
 
 1. **prepare**: every query token is looked up; a frequent token contributes
    its bitmap row, a rare token's postings are counted into a per-reference
-   array ``rc`` (and a per-word mask of touched references);
+   array ``rare_counts`` (and a per-word mask of touched references);
 2. **scan**: blocks of ``BS_BLOCK`` words are visited nearest size first
    (outwards from the size with the best length bound), stopping on each side
    once the length bound falls below the running threshold ``thr``.  In a
@@ -29,8 +29,9 @@ One query (one thread handles it from start to end):
    references touched by rare tokens.  The other fields filter the survivors
    the same way;
 3. **score**: a survivor's count in every field is read from the planes plus
-   ``rc``: it is exact, so its score ``2.0*inter/(|q|+|r|)`` is computed
-   directly and kept in the top-k, ties going to the lowest ORIGINAL index.
+   ``rare_counts``: it is exact, so its score ``2.0*inter/(|q|+|r|)`` is
+   computed directly and kept in the top-k, ties going to the lowest ORIGINAL
+   index.
 
 Every filter only over-selects (``need`` is the smallest integer count whose
 float score reaches ``thr``, and ``thr`` never exceeds the final k-th score),
@@ -50,6 +51,12 @@ from overlap._kernels._hash cimport fmix64
 from overlap._kernels._bounds cimport DICE, need_count, rest_score, score
 from overlap._kernels._setops cimport topk_insert
 from overlap._kernels._sort cimport chunk_first_slots
+from overlap._kernels._cpu cimport current_level, cpu_detect_level
+from overlap._kernels._collection cimport Collection
+from overlap._kernels._limits cimport MAX_FIELDS
+from overlap._kernels._runner cimport Hooks, PairBuf, TopK, run_queries
+from overlap._kernels._types cimport Coll, VocabSlot
+from overlap._kernels._vocab cimport vocab_lookup
 from overlap._kernels._checks cimport check_flat, longest_row
 
 cnp.import_array()
@@ -58,12 +65,8 @@ cdef extern from "_bitslice_simd.h" nogil:
     enum:
         BS_BLOCK
         BS_MAX_PLANES
-        BS_LEVEL_PORTABLE
-        BS_LEVEL_AVX2
-        BS_LEVEL_AVX512
     ctypedef void (*bs_add_rows_fn)(const uint64_t** rows, int n, int64_t w0, int b,
                                     uint64_t* P) noexcept nogil
-    int bs_cpu_level() noexcept
     ctypedef void (*bs_count_ge_fn)(const uint64_t* P, int b, const int64_t* need,
                                     uint64_t* res) noexcept nogil
     bs_add_rows_fn bs_add_rows_for(int level) noexcept
@@ -76,13 +79,10 @@ cdef extern from "_bitslice_simd.h" nogil:
 BLOCK_WORDS = BS_BLOCK
 #: bit-planes per counter: at most 2**MAX_PLANES - 1 frequent tokens per field
 MAX_PLANES = BS_MAX_PLANES
-#: names of the SIMD levels, by number
-LEVEL_NAMES = ("portable", "avx2", "avx512")
 
 cdef enum:
     # need() results are cached for sizes below this
     NEED_CACHE = 1024
-    MAX_FIELDS = 8
 
 # a need no count reaches: O'Neil's comparison keeps no bit for it
 cdef int64_t IMPOSSIBLE = (<int64_t>1) << 40
@@ -92,33 +92,6 @@ ctypedef struct Kernels:
     bs_add_rows_fn add_rows    # frequent rows -> bit-planes of one block
     bs_count_ge_fn count_ge    # bit-planes -> bits whose count >= need, per word
 
-cdef int _cpu_level = bs_cpu_level()
-cdef int _level = _cpu_level
-
-
-def cpu_level():
-    """Highest SIMD level this CPU runs (0 portable, 1 AVX2, 2 AVX-512)."""
-    return _cpu_level
-
-
-def simd_level():
-    """SIMD level the kernel uses now."""
-    return _level
-
-
-def set_simd_level(int level):
-    """Use SIMD level ``level`` (<= cpu_level()); returns the previous one.
-
-    Every level computes the same integers; tests run each one.
-    """
-    global _level
-    if level < 0 or level > _cpu_level:
-        raise ValueError(f"level must be in [0, {_cpu_level}] on this CPU, got {level}")
-    prev = _level
-    _level = level
-    return prev
-
-
 ctypedef struct BIndex:
     int F
     int64_t n                # references
@@ -127,33 +100,25 @@ ctypedef struct BIndex:
     const int32_t* rank      # original -> renumbered
     const int32_t* zs        # F * n sizes, renumbered order
     const int32_t* wzmin     # F * nw smallest size in each word (padding: INT32 max)
-    const uint64_t* tkeys    # per field, open-addressing table of token hashes
-    const int64_t* tids      # their vocabulary ids (global over fields; -1: empty slot)
-    const int64_t* toff      # F + 1 table offsets
-    const int64_t* drow      # V: bitmap row of a frequent token, -1 for a rare one
+    const VocabSlot* vocab   # per field, a table of the token hashes and their
+    const int64_t* voff      # vocabulary ids (global over fields; see _vocab.pxd)
+    const int64_t* bitmap_row  # V: bitmap row of a frequent token, -1 for a rare one
     const int64_t* rptr      # V + 1: rare postings
     const int32_t* rref      # renumbered references, ascending within a token
     const uint64_t* bits     # bitmap rows, nw words each
 
 
-ctypedef struct QColl:
-    int F
-    int64_t n
-    const int64_t* ip        # F * (n + 1)
-    const uint64_t* h
-    const int64_t* sz        # F * n
-
-
 ctypedef struct Scratch:
+    TopK top                 # the running top-k (first: see _runner.pxd)
     const uint64_t** rows    # F * rowcap frequent rows of the query
     int64_t rowcap
-    int nd[MAX_FIELDS]       # frequent tokens per field
-    int nb[MAX_FIELDS]       # bit-planes per field
+    int n_frequent[MAX_FIELDS]   # frequent tokens per field
+    int n_planes[MAX_FIELDS]     # bit-planes per field
     int64_t m[MAX_FIELDS]    # query tokens present in the references, per field
     int64_t q[MAX_FIELDS]    # query sizes
     int64_t ntouch[MAX_FIELDS]
-    int32_t* rc              # F * n rare-token counts
-    uint64_t* tw             # F * nw masks of references with rc > 0
+    int32_t* rare_counts     # F * n rare-token counts
+    uint64_t* touched_words  # F * nw masks of references with rare_counts > 0
     int32_t* touched         # F * n
     uint64_t* P              # F * BS_MAX_PLANES * BS_BLOCK planes
     uint64_t cand[BS_BLOCK]
@@ -163,13 +128,8 @@ ctypedef struct Scratch:
     int64_t* nstamp          # F * NEED_CACHE
     int64_t epoch
     double thr
-    double* ks
-    int64_t* ki
-    int nk
     int64_t n_blocks         # blocks counted
     int64_t n_cand           # references scored
-    int64_t prev_q           # the previous query this thread handled, and its best match
-    int64_t prev_best
     int64_t seed_r           # renumbered reference scored before the scan (-1: none)
 
 
@@ -183,19 +143,21 @@ cdef class BitsliceIndex:
 
     def __init__(self, int n_fields, int64_t n, int64_t nw, const int64_t[::1] order,
                  const int32_t[::1] rank, const int32_t[::1] zs, const int32_t[::1] wzmin,
-                 const uint64_t[::1] tkeys, const int64_t[::1] tids, const int64_t[::1] toff,
-                 const int64_t[::1] drow, const int64_t[::1] rptr, const int32_t[::1] rref,
+                 const uint64_t[::1] vocab, const int64_t[::1] voff,
+                 const int64_t[::1] bitmap_row, const int64_t[::1] rptr, const int32_t[::1] rref,
                  const uint64_t[::1] bits):
         if n_fields < 1 or n_fields > MAX_FIELDS:
             raise ValueError(f"n_fields must be in [1, {MAX_FIELDS}], got {n_fields}")
         if nw % BS_BLOCK or nw * 64 < n:
             raise ValueError("nw must be a multiple of BLOCK_WORDS covering n references")
         if (order.shape[0] != n or rank.shape[0] != n or zs.shape[0] != n_fields * n
-                or wzmin.shape[0] != n_fields * nw or toff.shape[0] != n_fields + 1
-                or rptr.shape[0] != drow.shape[0] + 1 or bits.shape[0] % max(nw, 1)):
+                or wzmin.shape[0] != n_fields * nw or voff.shape[0] != n_fields + 1
+                or vocab.shape[0] != 2 * voff[n_fields]
+                or rptr.shape[0] != bitmap_row.shape[0] + 1 or bits.shape[0] % max(nw, 1)):
             raise ValueError("BitsliceIndex: inconsistent array shapes")
-        check_tables(n, bits.shape[0] // max(nw, 1), drow, rptr, rref)
-        self._keep = (order, rank, zs, wzmin, tkeys, tids, toff, drow, rptr, rref, bits)
+        check_tables(n, bits.shape[0] // max(nw, 1), bitmap_row, rptr, rref)
+        check_vocabulary(vocab, voff, bitmap_row.shape[0])
+        self._keep = (order, rank, zs, wzmin, vocab, voff, bitmap_row, rptr, rref, bits)
         self.n_rows = bits.shape[0] // max(nw, 1)
         self.n_words = nw
         self.x.F = n_fields
@@ -205,60 +167,77 @@ cdef class BitsliceIndex:
         self.x.rank = &rank[0] if n else NULL
         self.x.zs = &zs[0] if zs.shape[0] else NULL
         self.x.wzmin = &wzmin[0] if wzmin.shape[0] else NULL
-        self.x.tkeys = &tkeys[0] if tkeys.shape[0] else NULL
-        self.x.tids = &tids[0] if tids.shape[0] else NULL
-        self.x.toff = &toff[0]
-        self.x.drow = &drow[0] if drow.shape[0] else NULL
+        self.x.vocab = <const VocabSlot*>&vocab[0] if vocab.shape[0] else NULL
+        self.x.voff = &voff[0]
+        self.x.bitmap_row = &bitmap_row[0] if bitmap_row.shape[0] else NULL
         self.x.rptr = &rptr[0]
         self.x.rref = &rref[0] if rref.shape[0] else NULL
         self.x.bits = &bits[0] if bits.shape[0] else NULL
 
-    def top_k(self, int n_fields, int64_t n_queries, const int64_t[::1] ip,
-              const uint64_t[::1] h, const int64_t[::1] sz, int64_t start, int64_t stop,
-              int k, double min_score, bint exclude_self, int64_t max_row, int n_threads,
+    def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
+              bint exclude_self, int64_t max_row, int n_threads,
               double[:, ::1] out_score, int64_t[:, ::1] out_index):
-        """Top-k of queries[start:stop] into out_*[start:stop] (flat query fields)."""
-        cdef QColl Q
-        if n_fields != self.x.F:
+        """Top-k of queries[start:stop] into out_*[start:stop].
+
+        The queries' rows and sizes were checked when the Collection was made;
+        a renumbered Collection (ids) is refused: results are written by row.
+        """
+        cdef const Coll* Q = &queries.c
+        if Q.F != self.x.F:
             raise ValueError("queries and references must have the same fields")
-        check_flat(ip, h.shape[0], n_fields, n_queries, "BitsliceIndex.top_k")
-        if (sz.shape[0] != n_fields * n_queries
-                or not 0 <= start <= stop <= n_queries or k < 1
+        if Q.id != NULL:
+            raise ValueError("BitsliceIndex.top_k: the queries must not be renumbered")
+        if (not 0 <= start <= stop <= Q.n or k < 1
                 or out_score.shape[0] < stop or out_score.shape[1] != k
                 or out_index.shape[0] < stop or out_index.shape[1] != k):
             raise ValueError("BitsliceIndex.top_k: inconsistent arguments")
-        if exclude_self and n_queries != self.x.n:
+        if exclude_self and Q.n != self.x.n:
             raise ValueError("exclude_self needs the references as queries")
-        if longest_row(ip, n_fields, n_queries, start, stop) > max_row:
+        if longest_row(queries.arrays[0], Q.F, Q.n, start, stop) > max_row:
             raise ValueError(f"BitsliceIndex.top_k: a query row is longer than max_row={max_row}")
-        Q.F = n_fields
-        Q.n = n_queries
-        Q.ip = &ip[0]
-        Q.h = &h[0] if h.shape[0] else NULL
-        Q.sz = &sz[0] if sz.shape[0] else NULL
         stats = np.zeros((max(1, n_threads), 2), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         if stop == start:
             self.last_stats = stats.sum(axis=0)
             return
-        cdef int ok = run_queries(&Q, &self.x, start, stop, k, min_score, exclude_self,
-                                  max_row, n_threads, kernels_for(_level),
-                                  &out_score[0, 0], &out_index[0, 0], &sv[0, 0])
+        cdef BTask T
+        T.Q = Q
+        T.X = &self.x
+        T.k = k
+        T.floor_score = min_score
+        T.exclude = exclude_self
+        T.max_row = max_row
+        T.kern = kernels_for(current_level())
+        cdef int ok = run_queries(&BITSLICE_HOOKS, &T, Q, start, stop, k, n_threads,
+                                  &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
+                                  NULL, 0)
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap bit-sliced search: out of memory for per-thread scratch")
 
 
-cdef check_tables(int64_t n, int64_t n_rows, const int64_t[::1] drow,
+cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):
+    """ValueError unless every field's table is a power of two of slots whose ids lie in [-1, V)."""
+    cdef int64_t f, size
+    for f in range(voff.shape[0] - 1):
+        size = voff[f + 1] - voff[f]
+        if voff[f] < 0 or size < 0 or (size & (size - 1)) != 0:
+            raise ValueError("BitsliceIndex: a vocabulary table is not a power of two of slots")
+    ids = np.asarray(vocab).view(np.int64)[1::2]
+    if ids.shape[0] and (ids.min() < -1 or ids.max() >= V):
+        raise ValueError("BitsliceIndex: a vocabulary id out of range")
+
+
+cdef check_tables(int64_t n, int64_t n_rows, const int64_t[::1] bitmap_row,
                   const int64_t[::1] rptr, const int32_t[::1] rref):
     """ValueError unless every bitmap row, posting bound and reference is in range."""
-    cdef int64_t v, e, V = drow.shape[0], m = rref.shape[0]
+    cdef int64_t v, e, V = bitmap_row.shape[0], m = rref.shape[0]
     cdef int bad = 0
     with nogil:
         if rptr[0] != 0 or rptr[V] != m:
             bad = 1
         for v in range(V):
-            if drow[v] < -1 or drow[v] >= n_rows or rptr[v + 1] < rptr[v]:
+            if bitmap_row[v] < -1 or bitmap_row[v] >= n_rows or rptr[v + 1] < rptr[v]:
                 bad = 1
         for e in range(m):
             if rref[e] < 0 or rref[e] >= n:
@@ -269,7 +248,7 @@ cdef check_tables(int64_t n, int64_t n_rows, const int64_t[::1] drow,
 
 def block_counts(const uint64_t[:, ::1] table, const int64_t[::1] pick, int64_t w0,
                  const int64_t[::1] need, int level):
-    """One call of the word-parallel kernels of SIMD level ``level``, for tests.
+    """One call of the word-parallel kernels of CPU level ``level`` (_cpu.h), for tests.
 
     Adds the bitmap rows ``table[pick[t]]`` (``pick.shape[0] < 2**MAX_PLANES``
     rows, repeats allowed) over the block of ``BLOCK_WORDS`` words starting at
@@ -279,8 +258,9 @@ def block_counts(const uint64_t[:, ::1] table, const int64_t[::1] pick, int64_t 
     whose count is ``>= need``.
     """
     cdef int64_t n = pick.shape[0], t, j, x
-    if level < 0 or level > _cpu_level:
-        raise ValueError(f"level must be in [0, {_cpu_level}] on this CPU, got {level}")
+    cdef int top = cpu_detect_level()
+    if level < 0 or level > top:
+        raise ValueError(f"level must be in [0, {top}] on this CPU, got {level}")
     if n >= (<int64_t>1) << BS_MAX_PLANES:
         raise ValueError(f"pick: at most {(1 << BS_MAX_PLANES) - 1} rows, got {n}")
     if need.shape[0] != BS_BLOCK:
@@ -329,15 +309,15 @@ cdef enum:
 
 
 def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
-               const int64_t[::1] order, const int64_t[::1] drow, int64_t n_rows,
+               const int64_t[::1] order, const int64_t[::1] bitmap_row, int64_t n_rows,
                int64_t nw, int n_threads, out=None):
     """The bitmaps and the rare postings of one field, in the renumbered order.
 
     Reference ``order[k]`` (original index) is renumbered ``k``; its tokens
     are ``inverse[indptr[order[k]]:indptr[order[k] + 1]]``, vocabulary ids in
-    ``[0, V)`` with ``V = drow.shape[0]``.  Token ``v`` gets bitmap row
-    ``drow[v]`` (``-1``: rare).  Returns ``(bits, rptr, rref)``: ``n_rows * nw``
-    bitmap words (bit ``k`` of row ``drow[v]`` set when reference ``k`` holds
+    ``[0, V)`` with ``V = bitmap_row.shape[0]``.  Token ``v`` gets bitmap row
+    ``bitmap_row[v]`` (``-1``: rare).  Returns ``(bits, rptr, rref)``: ``n_rows * nw``
+    bitmap words (bit ``k`` of row ``bitmap_row[v]`` set when reference ``k`` holds
     ``v``), and the rare postings, ``rref[rptr[v]:rptr[v + 1]]`` the renumbered
     references holding ``v``, ascending (empty for frequent tokens).
 
@@ -349,20 +329,9 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
     instead of a new array; whatever it held is overwritten.  ValueError for
     an id, a row or a reference out of range, or an ``out`` of another length.
     """
-    cdef int64_t n = order.shape[0], V = drow.shape[0], nnz = inverse.shape[0]
+    cdef int64_t n = order.shape[0], V = bitmap_row.shape[0], nnz = inverse.shape[0]
     cdef int64_t k, i, t, v, row, c, acc, w, seen, a, b
-    if indptr.shape[0] != n + 1 or (n and (indptr[0] != 0 or indptr[n] != nnz)):
-        raise ValueError("fill_field: indptr does not cover the tokens")
-    if nw < 0 or nw * 64 < n or n_rows < 0:
-        raise ValueError("fill_field: nw words do not cover the references")
-    for i in range(n):
-        if indptr[i + 1] < indptr[i]:
-            raise ValueError("fill_field: indptr is not sorted")
-        if order[i] < 0 or order[i] >= n:
-            raise ValueError("fill_field: order names a reference out of range")
-    for v in range(V):
-        if drow[v] < -1 or drow[v] >= n_rows:
-            raise ValueError("fill_field: a bitmap row out of range")
+    check_fill_input(indptr, order, bitmap_row, n_rows, nw, nnz)
     cdef int n_chunks = (FILL_CHUNKS * n_threads
                          if n_threads > 1 and nnz >= FILL_MIN_TOKENS
                          and FILL_CHUNKS * n_threads * V <= 4 * nnz else 1)
@@ -407,7 +376,7 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
                     v = inv[t]
                     if v < 0 or v >= V:
                         bad += 1
-                    elif drow[v] < 0:
+                    elif bitmap_row[v] < 0:
                         fp[c * V + v] += 1
         if bad == 0:
             # posting boundaries, and each chunk's first slot in every posting
@@ -422,46 +391,64 @@ def fill_field(const int64_t[::1] indptr, const int32_t[::1] inverse,
     cdef int32_t[::1] rv = rref
     cdef int32_t* rq = &rv[0] if rv.shape[0] else NULL
     with nogil:
-        for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
-            chunk_first_slots(fp, n_chunks, V, v, rp[v])
-        for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
-            # the chunk's words of every row (cuts fall on words, but n; the
-            # last chunk also clears the padding words up to nw)
-            a = (cut[c] + 63) >> 6
-            b = nw if c == n_chunks - 1 else (cut[c + 1] + 63) >> 6
-            if b > a:
-                for row in range(n_rows):
-                    memset(bp + row * nw + a, 0, <size_t>(b - a) * sizeof(uint64_t))
-            for k in range(cut[c], cut[c + 1]):
-                i = order[k]
-                for t in range(indptr[i], indptr[i + 1]):
-                    v = inv[t]
-                    row = drow[v]
-                    if row >= 0:
-                        bp[row * nw + (k >> 6)] |= (<uint64_t>1) << (k & 63)
-                    else:
-                        a = fp[c * V + v]
-                        fp[c * V + v] = a + 1
-                        rq[a] = <int32_t>k
+        fill_chunks(&indptr[0], inv, &order[0] if n else NULL,
+                    &bitmap_row[0] if V else NULL, V, n_rows, nw, n_chunks, n_threads,
+                    &cut[0], &rp[0], fp, bp, rq)
     return bits, rptr, rref
 
 
+cdef int check_fill_input(const int64_t[::1] indptr, const int64_t[::1] order,
+                          const int64_t[::1] bitmap_row, int64_t n_rows, int64_t nw,
+                          int64_t nnz) except -1:
+    """ValueError unless fill_field's tables cover the references and each other."""
+    cdef int64_t n = order.shape[0], V = bitmap_row.shape[0], i, v
+    if indptr.shape[0] != n + 1 or (n and (indptr[0] != 0 or indptr[n] != nnz)):
+        raise ValueError("fill_field: indptr does not cover the tokens")
+    if nw < 0 or nw * 64 < n or n_rows < 0:
+        raise ValueError("fill_field: nw words do not cover the references")
+    for i in range(n):
+        if indptr[i + 1] < indptr[i]:
+            raise ValueError("fill_field: indptr is not sorted")
+        if order[i] < 0 or order[i] >= n:
+            raise ValueError("fill_field: order names a reference out of range")
+    for v in range(V):
+        if bitmap_row[v] < -1 or bitmap_row[v] >= n_rows:
+            raise ValueError("fill_field: a bitmap row out of range")
+    return 0
+
+
+cdef void fill_chunks(const int64_t* indptr, const int32_t* inv, const int64_t* order,
+                      const int64_t* bitmap_row, int64_t V, int64_t n_rows, int64_t nw,
+                      int n_chunks, int n_threads, const int64_t* cut, const int64_t* rp,
+                      int64_t* fp, uint64_t* bp, int32_t* rq) noexcept nogil:
+    """Every chunk's bitmap words and rare postings, from the chunk's own first
+    slots (``fp``, counts until then; see fill_field)."""
+    cdef int64_t k, i, t, v, row, a, b
+    cdef int c
+    for v in prange(V, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+        chunk_first_slots(fp, n_chunks, V, v, rp[v])
+    for c in prange(n_chunks, num_threads=n_threads, schedule="dynamic", chunksize=1):
+        # the chunk's words of every row (cuts fall on words, but n; the
+        # last chunk also clears the padding words up to nw)
+        a = (cut[c] + 63) >> 6
+        b = nw if c == n_chunks - 1 else (cut[c + 1] + 63) >> 6
+        if b > a:
+            for row in range(n_rows):
+                memset(bp + row * nw + a, 0, <size_t>(b - a) * sizeof(uint64_t))
+        for k in range(cut[c], cut[c + 1]):
+            i = order[k]
+            for t in range(indptr[i], indptr[i + 1]):
+                v = inv[t]
+                row = bitmap_row[v]
+                if row >= 0:
+                    bp[row * nw + (k >> 6)] |= (<uint64_t>1) << (k & 63)
+                else:
+                    a = fp[c * V + v]
+                    fp[c * V + v] = a + 1
+                    rq[a] = <int32_t>k
+
+
 # ---------------------------------------------------------------- phases
-
-cdef inline int64_t vocab_lookup(const BIndex* X, int f, uint64_t key) noexcept nogil:
-    """Vocabulary id of ``key`` in field ``f``, or -1 when no reference holds it."""
-    cdef int64_t a = X.toff[f], size = X.toff[f + 1] - a, slot, vid
-    if size == 0:
-        return -1
-    slot = <int64_t>(fmix64(key) & <uint64_t>(size - 1))
-    while True:
-        vid = X.tids[a + slot]
-        if vid < 0:
-            return -1
-        if X.tkeys[a + slot] == key:
-            return vid
-        slot = (slot + 1) & (size - 1)
-
 
 cdef inline int bit_length(int64_t v) noexcept nogil:
     cdef int b = 0
@@ -484,13 +471,13 @@ cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
 
 
 cdef inline void update_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
-    cdef double t = floor_score if s.nk < k else s.ks[k - 1]
+    cdef double t = floor_score if s.top.nk < k else s.top.ks[k - 1]
     if t != s.thr:
         s.thr = t
         s.epoch += 1  # cached need counts are stale
 
 
-cdef bint prepare_query(const QColl* Q, int64_t qi, const BIndex* X,
+cdef bint prepare_query(const Coll* Q, int64_t qi, const BIndex* X,
                         Scratch* s) noexcept nogil:
     """Collect the query's frequent rows and count its rare tokens' postings.
 
@@ -499,43 +486,43 @@ cdef bint prepare_query(const QColl* Q, int64_t qi, const BIndex* X,
     so ``reset_query`` cleans up after either outcome.
     """
     cdef int F = X.F, f
-    cdef int64_t t, t0, t1, vid, p, r, nd
-    cdef int32_t* rc
+    cdef int64_t t, t0, t1, vid, p, r, n_frequent
+    cdef int32_t* rare_counts
     cdef int32_t* touched
-    cdef uint64_t* tw
+    cdef uint64_t* touched_words
     for f in range(F):
         s.q[f] = Q.sz[f * Q.n + qi]
-        s.nd[f] = 0
+        s.n_frequent[f] = 0
         s.m[f] = 0
         s.ntouch[f] = 0
     for f in range(F):
         if s.q[f] == 0:
             return False
     for f in range(F):
-        rc = s.rc + f * X.n
+        rare_counts = s.rare_counts + f * X.n
         touched = s.touched + f * X.n
-        tw = s.tw + f * X.nw
+        touched_words = s.touched_words + f * X.nw
         t0 = Q.ip[f * (Q.n + 1) + qi]
         t1 = Q.ip[f * (Q.n + 1) + qi + 1]
-        nd = 0
+        n_frequent = 0
         for t in range(t0, t1):
-            vid = vocab_lookup(X, f, Q.h[t])
+            vid = vocab_lookup(X.vocab, X.voff, f, Q.h[t])
             if vid < 0:
                 continue
             s.m[f] += 1
-            if X.drow[vid] >= 0:
-                s.rows[f * s.rowcap + nd] = X.bits + X.drow[vid] * X.nw
-                nd += 1
+            if X.bitmap_row[vid] >= 0:
+                s.rows[f * s.rowcap + n_frequent] = X.bits + X.bitmap_row[vid] * X.nw
+                n_frequent += 1
                 continue
             for p in range(X.rptr[vid], X.rptr[vid + 1]):
                 r = X.rref[p]
-                if rc[r] == 0:
+                if rare_counts[r] == 0:
                     touched[s.ntouch[f]] = <int32_t>r
                     s.ntouch[f] += 1
-                    tw[r >> 6] |= (<uint64_t>1) << (r & 63)
-                rc[r] += 1
-        s.nd[f] = <int>nd
-        s.nb[f] = bit_length(nd)
+                    touched_words[r >> 6] |= (<uint64_t>1) << (r & 63)
+                rare_counts[r] += 1
+        s.n_frequent[f] = <int>n_frequent
+        s.n_planes[f] = bit_length(n_frequent)
         if s.m[f] == 0:
             return False
     return True
@@ -547,8 +534,8 @@ cdef void reset_query(const BIndex* X, Scratch* s) noexcept nogil:
     for f in range(X.F):
         for j in range(s.ntouch[f]):
             r = s.touched[f * X.n + j]
-            s.rc[f * X.n + r] = 0
-            s.tw[f * X.nw + (r >> 6)] = 0
+            s.rare_counts[f * X.n + r] = 0
+            s.touched_words[f * X.nw + (r >> 6)] = 0
         s.ntouch[f] = 0
 
 
@@ -584,20 +571,20 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
     cdef const uint64_t* twf
     # field 0: one need for the block, from its smallest size (references are
     # sorted by field-0 size, so that is its first one)
-    twf = s.tw
+    twf = s.touched_words
     min_need = need_for(s, 0, X.zs[w0 * 64])
     if min_need > s.m[0]:
         return  # no reference of this block reaches thr in field 0
     for j in range(BS_BLOCK):
         any_touch |= twf[w0 + j]
         s.need[j] = min_need
-    if min_need > s.nd[0] and any_touch == 0:
+    if min_need > s.n_frequent[0] and any_touch == 0:
         return
     s.n_blocks += 1
     P = s.P
-    if s.nd[0] > 0:
-        kern.add_rows(s.rows, s.nd[0], w0, s.nb[0], P)
-        kern.count_ge(P, s.nb[0], s.need, s.cand)
+    if s.n_frequent[0] > 0:
+        kern.add_rows(s.rows, s.n_frequent[0], w0, s.n_planes[0], P)
+        kern.count_ge(P, s.n_planes[0], s.need, s.cand)
     else:
         for j in range(BS_BLOCK):
             s.cand[j] = 0
@@ -612,19 +599,19 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
     for f in range(1, F):
         if any_cand == 0:
             return
-        if s.nd[f] > 0:
-            kern.add_rows(s.rows + f * s.rowcap, s.nd[f], w0, s.nb[f],
+        if s.n_frequent[f] > 0:
+            kern.add_rows(s.rows + f * s.rowcap, s.n_frequent[f], w0, s.n_planes[f],
                           s.P + f * BS_MAX_PLANES * BS_BLOCK)
         any_cand = refilter(X, s, f, w0, kern)
     if any_cand == 0:
         return
-    if s.nd[0] > 0:
+    if s.n_frequent[0] > 0:
         # best first: the survivors with the block's largest field-0 count are
         # scored before the others, which raises thr and thins the rest
         epoch = s.epoch
         for j in range(BS_BLOCK):
             s.ge[j] = s.cand[j]
-        bs_narrow_to_max(s.P, s.nb[0], s.ge)
+        bs_narrow_to_max(s.P, s.n_planes[0], s.ge)
         for j in range(BS_BLOCK):
             s.cand[j] &= ~s.ge[j]
             score_bits(X, s, w0, j, s.ge[j], k, floor_score)
@@ -650,15 +637,15 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
         sc = 2.0
         for f in range(X.F):
             c = 0
-            if (s.tw[f * X.nw + w0 + j] >> x) & 1:
-                c = s.rc[f * X.n + r]  # read only where a rare token touched r
-            if s.nd[f] > 0:
-                c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], j, x)
+            if (s.touched_words[f * X.nw + w0 + j] >> x) & 1:
+                c = s.rare_counts[f * X.n + r]  # read only where a rare token touched r
+            if s.n_frequent[f] > 0:
+                c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.n_planes[f], j, x)
             d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
-            topk_insert(s.ks, s.ki, &s.nk, k, sc, X.order[r])
+            topk_insert(s.top.ks, s.top.ki, &s.top.nk, k, sc, X.order[r])
             update_threshold(s, k, floor_score)
 
 
@@ -670,8 +657,8 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
     cdef double sc = 2.0, d
     cdef const uint64_t* row
     for f in range(X.F):
-        c = s.rc[f * X.n + r]
-        for t in range(s.nd[f]):
+        c = s.rare_counts[f * X.n + r]
+        for t in range(s.n_frequent[f]):
             row = s.rows[f * s.rowcap + t]
             c += (row[r >> 6] >> (r & 63)) & 1
         d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
@@ -679,7 +666,7 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
             sc = d
     s.n_cand += 1
     if sc > 0.0 and sc >= s.thr:
-        topk_insert(s.ks, s.ki, &s.nk, k, sc, X.order[r])
+        topk_insert(s.top.ks, s.top.ki, &s.top.nk, k, sc, X.order[r])
         update_threshold(s, k, floor_score)
 
 
@@ -688,8 +675,8 @@ cdef inline bint seed_kept(const BIndex* X, const Scratch* s) noexcept nogil:
     cdef int e
     if s.seed_r < 0:
         return False
-    for e in range(s.nk):
-        if s.ki[e] == X.order[s.seed_r]:
+    for e in range(s.top.nk):
+        if s.top.ki[e] == X.order[s.seed_r]:
             return True
     return False
 
@@ -702,7 +689,7 @@ cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern)
     cdef int j
     cdef int64_t need
     cdef uint64_t any_cand = 0
-    cdef const uint64_t* twf = s.tw + f * X.nw
+    cdef const uint64_t* twf = s.touched_words + f * X.nw
     for j in range(BS_BLOCK):
         need = IMPOSSIBLE
         if s.cand[j] != 0:
@@ -710,8 +697,8 @@ cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern)
             if need > s.m[f]:
                 need = IMPOSSIBLE
         s.need[j] = need
-    if s.nd[f] > 0:
-        kern.count_ge(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.nb[f], s.need, s.ge)
+    if s.n_frequent[f] > 0:
+        kern.count_ge(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.n_planes[f], s.need, s.ge)
     else:
         for j in range(BS_BLOCK):
             s.ge[j] = 0
@@ -724,24 +711,24 @@ cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern)
     return any_cand != 0
 
 
-cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double floor_score,
+cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double floor_score,
                      bint exclude, Scratch* s, Kernels kern) noexcept nogil:
-    """Top-k of one query into s.ks / s.ki (s.nk entries)."""
+    """Top-k of one query into s.top.ks / s.top.ki (s.top.nk entries)."""
     cdef int64_t nblk = X.nw // BS_BLOCK, up, down, lo, hi, mid, self_r = -1
     cdef double bu, bd
-    s.nk = 0
+    s.top.nk = 0
     s.epoch += 1
     s.thr = floor_score
     s.seed_r = -1
     if prepare_query(Q, qi, X, s):
         if exclude:
             self_r = X.rank[qi]
-        if s.prev_q == qi - 1 and s.prev_best >= 0 and s.prev_best + 1 < X.n:
+        if s.top.prev_q == qi - 1 and s.top.prev_best >= 0 and s.top.prev_best + 1 < X.n:
             # a hint: consecutive queries are often consecutive samples of one
             # dialogue, whose best matches are consecutive references too;
             # scoring that reference first only raises thr early (it is then
             # left out of the scan, so it is never counted twice)
-            s.seed_r = X.rank[s.prev_best + 1]
+            s.seed_r = X.rank[s.top.prev_best + 1]
             if s.seed_r == self_r:
                 s.seed_r = -1
             else:
@@ -770,7 +757,7 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
                 bd = -1.0
             if bu < 0.0 and bd < 0.0:
                 break
-            if s.nk == k and s.ks[k - 1] >= 1.0 and not seed_kept(X, s):
+            if s.top.nk == k and s.top.ks[k - 1] >= 1.0 and not seed_kept(X, s):
                 # k identical references found by the scan: an equal one has
                 # the same sizes in every field, so it lies in the run being
                 # scanned upwards (renumbered by original index within equal
@@ -788,64 +775,84 @@ cdef void search_one(const QColl* Q, int64_t qi, const BIndex* X, int k, double 
     reset_query(X, s)
 
 
-cdef int run_queries(const QColl* Q, const BIndex* X, int64_t start, int64_t stop, int k,
-                     double floor_score, bint exclude, int64_t max_row, int n_threads,
-                     Kernels kern, double* out_s, int64_t* out_i,
-                     int64_t* stats) noexcept nogil:
-    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed."""
-    cdef int64_t qi, e
-    cdef int tid, failed = 0, F = X.F
-    cdef Scratch* s
-    cdef int64_t nref = X.n if X.n > 0 else 1
-    cdef int64_t nw = X.nw if X.nw > 0 else 1
-    cdef int64_t rowcap = max_row if max_row > 0 else 1
-    s = NULL
-    tid = 0
-    with parallel(num_threads=n_threads):
-        s = <Scratch*>calloc(1, sizeof(Scratch))
-        if s != NULL:
-            s.rowcap = rowcap
-            s.rows = <const uint64_t**>malloc(F * rowcap * sizeof(uint64_t*))
-            s.rc = <int32_t*>calloc(F * nref, sizeof(int32_t))
-            s.tw = <uint64_t*>calloc(F * nw, sizeof(uint64_t))
-            s.touched = <int32_t*>malloc(F * nref * sizeof(int32_t))
-            s.P = <uint64_t*>calloc(F * BS_MAX_PLANES * BS_BLOCK, sizeof(uint64_t))
-            s.ncache = <int32_t*>malloc(F * NEED_CACHE * sizeof(int32_t))
-            s.nstamp = <int64_t*>calloc(F * NEED_CACHE, sizeof(int64_t))
-            s.ks = <double*>malloc(k * sizeof(double))
-            s.ki = <int64_t*>malloc(k * sizeof(int64_t))
-            s.prev_q = -2
-            s.prev_best = -1
-        tid = omp_get_thread_num()
-        try:
-            for qi in prange(start, stop, schedule="dynamic", chunksize=8):
-                if (s == NULL or s.rows == NULL or s.rc == NULL or s.tw == NULL
-                        or s.touched == NULL or s.P == NULL or s.ncache == NULL
-                        or s.nstamp == NULL or s.ks == NULL or s.ki == NULL):
-                    failed += 1
-                    continue
-                search_one(Q, qi, X, k, floor_score, exclude, s, kern)
-                s.prev_q = qi
-                s.prev_best = s.ki[0] if s.nk > 0 else -1
-                for e in range(k):
-                    if e < s.nk:
-                        out_s[qi * k + e] = s.ks[e]
-                        out_i[qi * k + e] = s.ki[e]
-                    else:
-                        out_s[qi * k + e] = 0.0
-                        out_i[qi * k + e] = -1
-        finally:
-            if s != NULL:
-                stats[2 * tid] += s.n_blocks
-                stats[2 * tid + 1] += s.n_cand
-                free(s.rows)
-                free(s.rc)
-                free(s.tw)
-                free(s.touched)
-                free(s.P)
-                free(s.ncache)
-                free(s.nstamp)
-                free(s.ks)
-                free(s.ki)
-                free(s)
-    return 1 if failed else 0
+ctypedef struct BTask:
+    # what one bit-sliced call does; the same for every query of the call
+    const Coll* Q
+    const BIndex* X
+    int k
+    double floor_score
+    bint exclude             # skip reference qi (all-vs-rest)
+    int64_t max_row
+    Kernels kern             # the block kernels of the call's CPU level
+
+
+cdef void* bitslice_scratch_new(const void* ctx) noexcept nogil:
+    """One thread's scratch for a call, or NULL when memory runs out (nothing leaks)."""
+    cdef const BTask* T = <const BTask*>ctx
+    cdef int F = T.X.F
+    cdef int64_t nref = T.X.n if T.X.n > 0 else 1
+    cdef int64_t nw = T.X.nw if T.X.nw > 0 else 1
+    cdef int64_t rowcap = T.max_row if T.max_row > 0 else 1
+    cdef Scratch* s = <Scratch*>calloc(1, sizeof(Scratch))
+    if s == NULL:
+        return NULL
+    s.rowcap = rowcap
+    s.rows = <const uint64_t**>malloc(F * rowcap * sizeof(uint64_t*))
+    s.rare_counts = <int32_t*>calloc(F * nref, sizeof(int32_t))
+    s.touched_words = <uint64_t*>calloc(F * nw, sizeof(uint64_t))
+    s.touched = <int32_t*>malloc(F * nref * sizeof(int32_t))
+    s.P = <uint64_t*>calloc(F * BS_MAX_PLANES * BS_BLOCK, sizeof(uint64_t))
+    s.ncache = <int32_t*>malloc(F * NEED_CACHE * sizeof(int32_t))
+    s.nstamp = <int64_t*>calloc(F * NEED_CACHE, sizeof(int64_t))
+    s.top.ks = <double*>malloc(T.k * sizeof(double))
+    s.top.ki = <int64_t*>malloc(T.k * sizeof(int64_t))
+    s.top.prev_q = -2
+    s.top.prev_best = -1
+    if (s.rows == NULL or s.rare_counts == NULL or s.touched_words == NULL
+            or s.touched == NULL or s.P == NULL or s.ncache == NULL
+            or s.nstamp == NULL or s.top.ks == NULL or s.top.ki == NULL):
+        bitslice_scratch_free(s)
+        return NULL
+    return s
+
+
+cdef void bitslice_scratch_free(void* scratch) noexcept nogil:
+    cdef Scratch* s = <Scratch*>scratch
+    if s == NULL:
+        return
+    free(s.rows)
+    free(s.rare_counts)
+    free(s.touched_words)
+    free(s.touched)
+    free(s.P)
+    free(s.ncache)
+    free(s.nstamp)
+    free(s.top.ks)
+    free(s.top.ki)
+    free(s)
+
+
+cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
+                              PairBuf* pairs) noexcept nogil:
+    cdef const BTask* T = <const BTask*>ctx
+    search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern)
+
+
+cdef void bitslice_take_stats(void* scratch, int64_t* row) noexcept nogil:
+    """Blocks counted, references scored."""
+    cdef Scratch* s = <Scratch*>scratch
+    if row != NULL:
+        row[0] += s.n_blocks
+        row[1] += s.n_cand
+    s.n_blocks = 0
+    s.n_cand = 0
+
+
+# the bit-sliced kernel's side of the runner (_runner.run_queries)
+cdef Hooks BITSLICE_HOOKS
+BITSLICE_HOOKS.scratch_new = bitslice_scratch_new
+BITSLICE_HOOKS.scratch_free = bitslice_scratch_free
+BITSLICE_HOOKS.search_one = bitslice_search_one
+BITSLICE_HOOKS.take_stats = bitslice_take_stats
+BITSLICE_HOOKS.n_stats = 2
+BITSLICE_HOOKS.chunk = 8

@@ -1,4 +1,4 @@
-/* Word-parallel kernels of the bit-sliced search (overlap/_bitslice.pyx).
+/* Word-parallel kernels of the bit-sliced search (overlap/_kernels/_bitslice.pyx).
  *
  * A *block* is BS_BLOCK consecutive 64-bit words of every bitmap, i.e.
  * 64 * BS_BLOCK references.  A *vertical counter* over a block is an array of
@@ -10,8 +10,8 @@
  * is written once on GCC/Clang vector types (plain C loops for other
  * compilers) and compiled three times: for the default
  * target (portable x86-64, or any other architecture), and with
- * __attribute__((target("avx2"))) and target("avx512f"); the best variant the
- * CPU supports is chosen at run time (never -march=native).  Every variant
+ * __attribute__((target("avx2"))) and target("avx512f"); the variant is
+ * chosen at run time by the CPU level (_cpu.h; never -march=native).  Every variant
  * computes the same integers.
  */
 #ifndef OVERLAP_BITSLICE_SIMD_H
@@ -23,10 +23,7 @@
 #define BS_BLOCK 8
 #define BS_MAX_PLANES 16
 
-/* levels: 0 portable 64-bit, 1 AVX2, 2 AVX-512 */
-#define BS_LEVEL_PORTABLE 0
-#define BS_LEVEL_AVX2 1
-#define BS_LEVEL_AVX512 2
+#include "_cpu.h"
 
 #if defined(__GNUC__) || defined(__clang__)
 /* Each variant works on GCC/Clang vectors of the width its target handles in
@@ -291,25 +288,14 @@ BS_COUNT_GE_BODY(bs_v8, 8)
 #define BS_HAVE_X86_DISPATCH 0
 #endif
 
-/* Highest level this CPU runs. */
-static int bs_cpu_level(void)
-{
-#if BS_HAVE_X86_DISPATCH
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        return BS_LEVEL_AVX512;
-    if (__builtin_cpu_supports("avx2"))
-        return BS_LEVEL_AVX2;
-#endif
-    return BS_LEVEL_PORTABLE;
-}
-
+/* The block kernels of CPU level ``level`` (_cpu.h): portable below
+ * CPU_LEVEL_AVX2. */
 static bs_add_rows_fn bs_add_rows_for(int level)
 {
 #if BS_HAVE_X86_DISPATCH
-    if (level >= BS_LEVEL_AVX512)
+    if (level >= CPU_LEVEL_AVX512)
         return bs_add_rows_avx512;
-    if (level == BS_LEVEL_AVX2)
+    if (level >= CPU_LEVEL_AVX2)
         return bs_add_rows_avx2;
 #else
     (void)level;
@@ -320,9 +306,9 @@ static bs_add_rows_fn bs_add_rows_for(int level)
 static bs_count_ge_fn bs_count_ge_for(int level)
 {
 #if BS_HAVE_X86_DISPATCH
-    if (level >= BS_LEVEL_AVX512)
+    if (level >= CPU_LEVEL_AVX512)
         return bs_count_ge_avx512;
-    if (level == BS_LEVEL_AVX2)
+    if (level >= CPU_LEVEL_AVX2)
         return bs_count_ge_avx2;
 #else
     (void)level;

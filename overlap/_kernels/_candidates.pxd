@@ -29,7 +29,7 @@ cdef inline void verify_now(const Task* T, Query* u, Scratch* s, int64_t r) noex
     s.n_verify += 1
     sc = exact_score(T.Q, u.qi, T.R, r, -1, 0)
     if sc > 0.0 and sc >= T.floor_score:
-        topk_insert(s.ks, s.ki, &s.nk, T.k, sc, row_id(T.R, r))
+        topk_insert(s.top.ks, s.top.ki, &s.top.nk, T.k, sc, row_id(T.R, r))
 
 
 cdef inline void verify_top_partials(const Task* T, Query* u, Scratch* s) noexcept nogil:
@@ -165,11 +165,11 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
         if sc <= 0.0 or sc < T.floor_score:
             continue
         if T.mode == MODE_TOPK:
-            topk_insert(s.ks, s.ki, &s.nk, T.k, sc, row_id(T.R, r))
+            topk_insert(s.top.ks, s.top.ki, &s.top.nk, T.k, sc, row_id(T.R, r))
             cut = running_cut(s, T)
         else:
             a = row_id(T.Q, u.qi)
             b = row_id(T.R, r)
-            if push_pair(pairs, a if not T.exclude or a < b else b,
-                         b if not T.exclude or a < b else a, sc) != 0:
+            if push_pair(pairs, a if not T.upper_only or a < b else b,
+                         b if not T.upper_only or a < b else a, sc) != 0:
                 pairs.failed = 1

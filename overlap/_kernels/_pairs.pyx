@@ -72,11 +72,8 @@ def sorted_pairs(parts, int64_t n_left, int64_t n_right, int n_threads=1):
     into one range a thread, each from its own histogram) and a sort of each
     left's pairs by ``right`` give the order without a sort of all the pairs,
     on up to ``n_threads`` threads with the same result.  Memory: the result
-    and one histogram a thread.  (W's train-context self-join, 178k pairs
-    whose near-duplicate hubs pair with up to 210 others: 3.0 ms on one
-    thread, 1.9 on two, against 3.8 for pair_order and the takes; a first
-    version by two counting sorts, right then left, wrote twice the memory
-    and took 5.5 ms inside the join, where that memory is new.)
+    and one histogram a thread.  (Two counting sorts, right then left, would
+    write twice the memory, and that memory is new inside a join.)
     """
     cdef list keep = []
     cdef int64_t total = 0, k, u, run, gmax = 0, a, b

@@ -7,7 +7,7 @@ ENTRY_DTYPE: np.dtype
 GROUP_DTYPE: np.dtype
 
 def entry_signatures(
-    refs: Collection, pref: NDArray[np.int32], n_threads: int
+    refs: Collection, entry_refs: NDArray[np.int32], n_threads: int
 ) -> NDArray[np.uint64]: ...
 
 def group_records(

@@ -45,9 +45,9 @@ cdef enum:
     SCATTER_MIN_TOKENS = 65536
 
 
-cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride, int64_t m,
+cdef int fill_signatures(const Coll* C, const int32_t* refs, int64_t ref_stride, int64_t m,
                          uint64_t* out, int n_threads) except -1:
-    """out[i] = row_sig64 of entry i's reference pref[i*ref_stride] (i < m);
+    """out[i] = row_sig64 of entry i's reference refs[i*ref_stride] (i < m);
     ValueError if one is out of range."""
     cdef int64_t n = C.n, i, r
     rows = np.empty(n, dtype=np.uint64)
@@ -57,7 +57,7 @@ cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride,
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             rv[i] = row_sig64(C, i)
         for i in prange(m, num_threads=n_threads, schedule="dynamic", chunksize=65536):
-            r = pref[i * ref_stride]
+            r = refs[i * ref_stride]
             if r < 0 or r >= n:
                 bad += 1
             else:
@@ -67,11 +67,12 @@ cdef int fill_signatures(const Coll* C, const int32_t* pref, int64_t ref_stride,
     return 0
 
 
-def entry_signatures(Collection refs, const int32_t[::1] pref, int n_threads):
+def entry_signatures(Collection refs, const int32_t[::1] entry_refs, int n_threads):
     """The row signature (row_sig64) of every posting entry's reference."""
-    out = np.empty(pref.shape[0], dtype=np.uint64)
+    out = np.empty(entry_refs.shape[0], dtype=np.uint64)
     cdef uint64_t[::1] ov = out
-    fill_signatures(&refs.c, &pref[0] if pref.shape[0] else NULL, 1, pref.shape[0],
+    fill_signatures(&refs.c, &entry_refs[0] if entry_refs.shape[0] else NULL, 1,
+                    entry_refs.shape[0],
                     &ov[0] if ov.shape[0] else NULL, n_threads)
     return out
 

@@ -4,12 +4,6 @@ from numpy.typing import NDArray
 from ._collection import Collection
 from ._runner import ScratchPool
 
-def popcount_cpu_level() -> int: ...
-
-def popcount_level() -> int: ...
-
-def set_popcount_level(level: int) -> int: ...
-
 class ReferenceIndex:
     refs: Collection
     last_stats: NDArray[np.int64] | None

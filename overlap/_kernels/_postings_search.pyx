@@ -37,11 +37,9 @@ import threading
 
 import numpy as np
 cimport numpy as cnp
-from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport calloc, free
 
-from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport (
     DICE, may_reach, peak_rest_score, prune_cut, rest_score, size_window,
@@ -52,19 +50,20 @@ from overlap._kernels._candidates cimport (
 )
 from overlap._kernels._collection cimport Collection
 from overlap._kernels._collection import stable_argsort_u64
+from overlap._kernels._cpu cimport current_level
 from overlap._kernels._hash cimport fmix64
 from overlap._kernels._limits cimport QUERY_TOKEN_BITS, COUNT_BITS
 from overlap._kernels._postings cimport sign_entries
 from overlap._kernels._postings import group_records, size_groups, token_info
 from overlap._kernels._query cimport Query, Task, running_cut
 from overlap._kernels._runner cimport (
-    PairBuf, Scratch, ScratchPool, check_call, current_threshold, pool_for, push_pair,
-    scratch_free, scratch_new, write_top_k,
+    Hooks, PairBuf, Scratch, ScratchPool, check_call, current_threshold, pool_for, push_pair,
+    run_queries, scratch_free, scratch_new,
 )
 from overlap._kernels._scoring cimport bounded_score, exact_score, rows_identical, signatures_reach
 from overlap._kernels._setops cimport topk_insert
 from overlap._kernels._signatures cimport (
-    row_sig64, row_signature, sig_cpu_level, sig_scan_fn, sig_scan_for,
+    row_sig64, row_signature, sig_scan_fn, sig_scan_for,
 )
 from overlap._kernels._sort cimport lower_bound_u64, sort_u64
 from overlap._kernels._types cimport (
@@ -99,37 +98,6 @@ cdef enum:
     FILTER_ENTRIES_PER_CANDIDATE = 64
 
 
-# the group signature test of the join's walk (walk_fill): the popcnt
-# instruction where the CPU has it, chosen once at import
-cdef int _sig_cpu_level = sig_cpu_level()
-cdef int _sig_level = _sig_cpu_level
-cdef sig_scan_fn _sig_scan = sig_scan_for(_sig_level)
-
-
-def popcount_cpu_level():
-    """Highest population-count level this CPU runs: 0 portable, 1 popcnt."""
-    return _sig_cpu_level
-
-
-def popcount_level():
-    """The population-count level the join's signature test uses now."""
-    return _sig_level
-
-
-def set_popcount_level(int level):
-    """Use population-count level ``level`` (<= popcount_cpu_level()); returns the previous one.
-
-    Every level computes the same integers; tests run each one.  Not for use
-    while another thread runs a join.
-    """
-    global _sig_level, _sig_scan
-    if level < 0 or level > _sig_cpu_level:
-        raise ValueError(f"level must be in [0, {_sig_cpu_level}] on this CPU, got {level}")
-    prev = _sig_level
-    _sig_level = level
-    _sig_scan = sig_scan_for(level)
-    return prev
-
 cdef class ReferenceIndex:
     """Inverted index over a reference Collection."""
     cdef Index x
@@ -153,7 +121,7 @@ cdef class ReferenceIndex:
         self._lock = threading.Lock()
         self._ref_column = None
         self._fp_order = None
-        self.x.pref = NULL
+        self.x.entry_refs = NULL
         self.x.fps = NULL
         self.x.fpi = NULL
         self.x.nfp = 0
@@ -214,14 +182,14 @@ cdef class ReferenceIndex:
         join never pays its memory.
         """
         cdef const int32_t[::1] col
-        if self.x.pref != NULL or self.entries.shape[0] == 0:
+        if self.x.entry_refs != NULL or self.entries.shape[0] == 0:
             return
         with self._lock:
             if self._ref_column is None:
                 column = np.ascontiguousarray(self.entries["ref"])
                 col = column
                 self._ref_column = column
-                self.x.pref = &col[0]
+                self.x.entry_refs = &col[0]
 
     def _need_fingerprint_order(self, int n_threads=1):
         """Sort the references' fingerprints once (kept until the index goes).
@@ -280,7 +248,7 @@ cdef class ReferenceIndex:
             self._need_fingerprint_order(n_threads)
         stats = np.zeros((max(1, n_threads), 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
-        cdef int ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
+        cdef int ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
                                   k, min_score, exclude_self, max_row, max_mass, n_threads,
                                   &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
                                   slots, pool_size)
@@ -310,7 +278,7 @@ cdef class ReferenceIndex:
         stats = np.zeros((n_buffers, 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         try:
-            ok = run_queries(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
+            ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
                              1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
                              &sv[0, 0], slots, pool_size)
             self.last_stats = stats.sum(axis=0)
@@ -381,6 +349,7 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
     cdef int g
     cdef int64_t lo, hi
     sf.active = cut > 0.0 and T.X.has_sig
+    sf.scan = T.sig_scan
     if not sf.active:
         return
     sf.qsig = u.sig64
@@ -411,7 +380,7 @@ cdef inline bint exact_duplicate(const Task* T, const Query* u, Scratch* s) noex
     while p < X.nfp and X.fps[p] == key:
         r = X.fpi[p]
         p += 1
-        if T.exclude and r == u.qi:
+        if T.skip_self and r == u.qi:
             continue
         if (best < 0 or row_id(T.R, r) < best) and rows_identical(T.Q, u.qi, T.R, r):
             best = row_id(T.R, r)
@@ -419,9 +388,9 @@ cdef inline bint exact_duplicate(const Task* T, const Query* u, Scratch* s) noex
                 break  # fpi is ascending within a run: the first is the lowest
     if best < 0:
         return False
-    s.ks[0] = 1.0
-    s.ki[0] = best
-    s.nk = 1
+    s.top.ks[0] = 1.0
+    s.top.ki[0] = best
+    s.top.nk = 1
     return True
 
 
@@ -455,7 +424,7 @@ cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcep
     for t in range(t0, t1):
         overlap_prefetch(&X.vocab[va + <int64_t>(fmix64(Q.h[t]) & <uint64_t>(vsize - 1))])
     for t in range(t0, t1):
-        vid = vocab_lookup(X, f, Q.h[t])
+        vid = vocab_lookup(X.vocab, X.voff, f, Q.h[t])
         s.post_vid[t - t0] = vid
         if vid >= 0:
             overlap_prefetch(&X.tinfo[vid])
@@ -519,7 +488,7 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
     cdef int64_t cost, best_cost = -1
     # a self-join driven by field 0 reads only sizes >= the query's own there
     # (see scan_posting), which often makes field 0 the cheaper driver
-    cdef bint upper = T.exclude and T.mode == MODE_JOIN
+    cdef bint upper = T.upper_only
     if T.Q.F == 1:
         load_tokens(T, u, s, 0)
         u.driver = 0
@@ -551,13 +520,13 @@ cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept n
     cdef int64_t qi = u.qi, r
     if T.mode != MODE_TOPK:
         return
-    if T.exclude and qi < T.R.n:
+    if T.skip_self and qi < T.R.n:
         mark_done(u, s, qi)   # reset with the other touched references
     # (in a renumbered collection neighbours by index are not neighbours in
     # the caller's order, and prev_best is an id: no seed)
-    if s.prev_q == qi - 1 and s.prev_best >= 0 and T.R.id == NULL and T.Q.id == NULL:
-        r = s.prev_best + 1
-        if r < T.R.n and s.state[r] == 0 and not (T.exclude and r == qi):
+    if s.top.prev_q == qi - 1 and s.top.prev_best >= 0 and T.R.id == NULL and T.Q.id == NULL:
+        r = s.top.prev_best + 1
+        if r < T.R.n and s.state[r] == 0 and not (T.skip_self and r == qi):
             mark_done(u, s, r)
             verify_now(T, u, s, r)
 
@@ -571,7 +540,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
 
     A long posting is read a size group at a time: the entries that pass
     the positional filter are found on the suffix-mass column alone, then
-    their signatures are tested in one tight loop (_sig_scan, _sigscan.h),
+    their signatures are tested in one tight loop (sf.scan, _sigscan.h),
     against per-field limits that are integers within the group
     (reaching_bits).
     """
@@ -610,7 +579,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
             p = end
         else:
             allowed[sf.driver] = w.sig_driver
-            got = _sig_scan(psig, &p, end, qsig, F, b, mask, allowed, out_p + n, cap - n)
+            got = sf.scan(psig, &p, end, qsig, F, b, mask, allowed, out_p + n, cap - n)
             for j in range(n, n + got):
                 out_z[j] = <int32_t>z
             n += got
@@ -648,7 +617,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
     for p in range(a, b):
         # every entry's reference is read: from the compact column (a
         # quarter of the bytes), which top_k makes for such scans
-        r = X.pref[p] if X.pref != NULL else ent[p].ref
+        r = X.entry_refs[p] if X.entry_refs != NULL else ent[p].ref
         w = state[r]
         add = <uint32_t>(qcount if pcnt == NULL or pcnt[p] >= qcount else pcnt[p])
         if (w >> COUNT_BITS) == 1:
@@ -696,7 +665,7 @@ cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int64_t r, count, gain, ref_count, pb
     # a self-join finds each pair once, from the query whose key (size in
     # field 0, index) is the smaller: its references all have sizes >= q0
-    cdef bint upper = T.exclude and T.mode == MODE_JOIN
+    cdef bint upper = T.upper_only
     cdef int64_t q0 = u.sizes[0]
     cdef Walk walk
     cdef SigFilter sf
@@ -827,7 +796,7 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
         thr = current_threshold(s, T.k, T.floor_score)
         if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
             break  # query prefix exhausted: no new reference can reach the threshold
-        if (T.mode == MODE_JOIN and T.exclude and u.driver == 0
+        if (T.upper_only and u.driver == 0
                 and rest_score(DICE, u.size, u.rest, u.size) < thr):
             break  # the same for a self-join's references, none smaller than the query
         cut = prune_cut(thr)
@@ -925,17 +894,17 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
 
 
 cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noexcept nogil:
-    """Handle one query: fills s.ks/s.ki (top-k) or appends to ``pairs`` (join).
+    """Handle one query: fills s.top.ks/s.top.ki (top-k) or appends to ``pairs`` (join).
 
-    ``T.exclude`` skips reference qi (top-k, all-vs-rest), or makes the join
-    a self-join: query qi pairs only with the references after it by (size in
+    ``T.skip_self`` skips reference qi (top-k, all-vs-rest); ``T.upper_only``
+    makes the join a self-join: query qi pairs only with the references after it by (size in
     field 0, index), see key_above, and reports each pair as (lower, higher index).  Per-reference state is one
     uint32: the count in the low COUNT_BITS bits and a flag in the top two
     (0 unseen, 1 candidate, 2 done).
     """
     cdef Query u
     cdef int64_t n
-    s.nk = 0
+    s.top.nk = 0
     if not prepare_query(T, qi, &u):
         return
     if (T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and T.Q.fp != NULL
@@ -950,56 +919,63 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
     verify_candidates(T, &u, s, n, pairs)
 
 
-cdef int run_queries(const Coll* Q, const Coll* R, const Index* X, int64_t start,
-                     int64_t stop, int mode, int k, double floor_score, bint exclude,
-                     int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
-                     int64_t* out_i, PairBuf* bufs, int64_t* stats,
-                     Scratch** pool, int pool_size) noexcept nogil:
-    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed.
+cdef void* postings_scratch_new(const void* ctx) noexcept nogil:
+    cdef const Task* T = <const Task*>ctx
+    return scratch_new(T.R.n, T.max_row, T.Q.F, T.max_mass, T.k)
 
-    Thread t takes its scratch from pool[t] (made there on first use and
-    kept) when t < pool_size, else makes one for this call; a scratch is
-    clean after every query, so a pool serves one caller's consecutive calls.
+
+cdef void postings_scratch_free(void* s) noexcept nogil:
+    scratch_free(<Scratch*>s)
+
+
+cdef void postings_search_one(const void* ctx, int64_t qi, void* s,
+                              PairBuf* pairs) noexcept nogil:
+    search_one(<const Task*>ctx, qi, <Scratch*>s, pairs)
+
+
+cdef void postings_take_stats(void* scratch, int64_t* row) noexcept nogil:
+    """Postings read, candidates admitted, exact verifications."""
+    cdef Scratch* s = <Scratch*>scratch
+    if row != NULL:
+        row[0] += s.n_post
+        row[1] += s.n_touch
+        row[2] += s.n_verify
+    s.n_post = 0
+    s.n_touch = 0
+    s.n_verify = 0
+
+
+# the postings kernel's side of the runner (_runner.run_queries)
+cdef Hooks POSTINGS_HOOKS
+POSTINGS_HOOKS.scratch_new = postings_scratch_new
+POSTINGS_HOOKS.scratch_free = postings_scratch_free
+POSTINGS_HOOKS.search_one = postings_search_one
+POSTINGS_HOOKS.take_stats = postings_take_stats
+POSTINGS_HOOKS.n_stats = 3
+POSTINGS_HOOKS.chunk = 16
+
+
+cdef int run_postings(const Coll* Q, const Coll* R, const Index* X, int64_t start,
+                      int64_t stop, int mode, int k, double floor_score, bint exclude,
+                      int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
+                      int64_t* out_i, PairBuf* bufs, int64_t* stats,
+                      Scratch** pool, int pool_size) noexcept nogil:
+    """Run queries[start:stop] on the runner; 0 on success, 1 if scratch allocation failed.
+
+    ``exclude``: skip reference qi (top-k) or the self-join (join); ``bufs``
+    only for a join.  Scratch from ``pool`` as run_queries says.
     """
     cdef Task T
-    cdef int64_t qi
-    cdef int tid = 0, failed = 0
-    cdef bint pooled = False
-    cdef Scratch* s = NULL
     T.Q = Q
     T.R = R
     T.X = X
     T.mode = mode
     T.k = k
     T.floor_score = floor_score
-    T.exclude = exclude
-    with parallel(num_threads=n_threads):
-        tid = omp_get_thread_num()
-        pooled = tid < pool_size
-        s = pool[tid] if pooled else NULL
-        if s == NULL:
-            s = scratch_new(R.n, max_row, Q.F, max_mass, k)
-            if pooled:
-                pool[tid] = s
-        if s != NULL:
-            s.n_post = 0
-            s.n_touch = 0
-            s.n_verify = 0
-        try:
-            for qi in prange(start, stop, schedule="dynamic", chunksize=16):
-                if s == NULL:
-                    failed += 1
-                    continue
-                search_one(&T, qi, s, &bufs[tid] if mode == MODE_JOIN else NULL)
-                s.prev_q = qi
-                s.prev_best = s.ki[0] if s.nk > 0 else -1
-                if mode == MODE_TOPK:
-                    write_top_k(s, row_id(Q, qi), k, out_s, out_i)
-        finally:
-            if s != NULL:
-                stats[3 * tid] += s.n_post
-                stats[3 * tid + 1] += s.n_touch
-                stats[3 * tid + 2] += s.n_verify
-            if not pooled:
-                scratch_free(s)
-    return 1 if failed else 0
+    T.skip_self = exclude and mode == MODE_TOPK
+    T.upper_only = exclude and mode == MODE_JOIN
+    T.sig_scan = sig_scan_for(current_level())
+    T.max_row = max_row
+    T.max_mass = max_mass
+    return run_queries(&POSTINGS_HOOKS, &T, Q, start, stop, k, n_threads, out_s, out_i,
+                       bufs if mode == MODE_JOIN else NULL, stats, <void**>pool, pool_size)

@@ -6,6 +6,7 @@ from libc.stdint cimport uint64_t, int64_t
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport prune_cut
 from overlap._kernels._runner cimport Scratch, current_threshold
+from overlap._kernels._signatures cimport sig_scan_fn
 from overlap._kernels._types cimport Coll, Index, SIGW
 
 
@@ -17,7 +18,11 @@ ctypedef struct Task:
     int mode             # MODE_TOPK or MODE_JOIN
     int k                # matches kept per query (top-k)
     double floor_score   # min_score (top-k) or threshold (join)
-    bint exclude         # top-k: skip reference qi; join: the self-join (see key_above)
+    bint skip_self       # top-k: reference qi is not a match of query qi (all-vs-rest)
+    bint upper_only      # join: the self-join, each pair once (see key_above)
+    sig_scan_fn sig_scan # the group signature test of the CPU level the call uses
+    int64_t max_row      # the scratch's shape: longest query row (a field) and mass
+    int64_t max_mass
 
 
 ctypedef struct Query:

@@ -1,5 +1,6 @@
-# Per-thread scratch of the postings kernel, its pool, the checks of a call
-# and the writes of one query's results.
+# The one parallel loop of both kernels (run_queries) and the protocol a
+# kernel plugs into it (Hooks); the postings kernel's per-thread scratch, its
+# pool and the checks of a call; the writes of one query's results.
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport realloc
@@ -14,8 +15,33 @@ ctypedef struct PairBuf:
     int64_t cap
     int failed
 
+ctypedef struct TopK:
+    # the running top-k of one thread: every kernel's scratch starts with one
+    double* ks           # scores and reference ids, best first
+    int64_t* ki
+    int nk
+    int64_t prev_q       # the previous query this thread handled, and its best match
+    int64_t prev_best
+
+# A kernel's side of run_queries: nogil hooks on its call (``ctx``) and on one
+# thread's scratch (which starts with a TopK).
+ctypedef void* (*scratch_new_fn)(const void* ctx) noexcept nogil
+ctypedef void (*scratch_free_fn)(void* s) noexcept nogil
+ctypedef void (*search_one_fn)(const void* ctx, int64_t qi, void* s,
+                               PairBuf* pairs) noexcept nogil
+ctypedef void (*take_stats_fn)(void* s, int64_t* row) noexcept nogil
+
+ctypedef struct Hooks:
+    scratch_new_fn scratch_new     # one thread's scratch for the call, NULL when out of memory
+    scratch_free_fn scratch_free
+    search_one_fn search_one       # one query: s's TopK (top-k) or pairs (join)
+    take_stats_fn take_stats       # add s's counters to row (n_stats of them), zero them
+    int n_stats
+    int chunk                      # queries a thread takes at a time
+
 ctypedef struct Scratch:
-    # per thread, allocated by scratch_new and freed by scratch_free
+    # the postings kernel's, per thread, allocated by scratch_new and freed by scratch_free
+    TopK top             # the running top-k
     uint32_t* state      # per reference: count (low COUNT_BITS bits), flag (top 2 bits)
     int32_t* bound       # per candidate reference: most its intersection can still be
     uint8_t* fields_hit  # per candidate reference: other fields whose scan admits it
@@ -41,11 +67,6 @@ ctypedef struct Scratch:
     int64_t* post_vid_all
     uint32_t* qcount_all
     uint64_t* order_all
-    double* ks           # the running top-k: scores and reference indices
-    int64_t* ki
-    int nk
-    int64_t prev_q       # the previous query this thread handled, and its best match
-    int64_t prev_best
     int64_t n_post       # postings read
     int64_t n_touch      # candidates admitted
     int64_t n_verify     # exact verifications
@@ -65,12 +86,16 @@ cdef int check_call(const Coll* Q, const Coll* R, int64_t start, int64_t stop,
                     int64_t max_row, int64_t max_mass) except -1
 cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t max_row,
                         int64_t max_mass, int k, int* size) except? NULL
+cdef int run_queries(const Hooks* H, const void* ctx, const Coll* Q, int64_t start,
+                     int64_t stop, int k, int n_threads, double* out_s, int64_t* out_i,
+                     PairBuf* bufs, int64_t* stats, void** pool,
+                     int pool_size) noexcept nogil
 
 
 cdef inline double current_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
-    if s.nk < k:
+    if s.top.nk < k:
         return floor_score
-    return s.ks[k - 1]
+    return s.top.ks[k - 1]
 
 
 cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept nogil:
@@ -101,7 +126,7 @@ cdef inline int push_pair(PairBuf* b, int64_t i, int64_t j, double sc) noexcept 
 
 
 
-cdef inline void write_top_k(Scratch* s, int64_t qi, int k, double* out_s,
+cdef inline void write_top_k(const TopK* s, int64_t qi, int k, double* out_s,
                              int64_t* out_i) noexcept nogil:
     cdef int e
     for e in range(k):

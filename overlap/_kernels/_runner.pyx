@@ -1,11 +1,67 @@
 # cython: freethreading_compatible=True
-"""Per-thread scratch of the postings kernel: made, pooled, checked and freed."""
+"""The one parallel loop of both kernels, and the postings kernel's scratch.
 
+run_queries runs queries[start:stop] of any kernel that plugs its hooks in
+(Hooks, _runner.pxd): one scratch a thread, the queries in dynamic chunks,
+each handled by one thread from start to end (so results do not depend on
+the thread count), the top-k written at the query's row id, errors counted
+and reported once.
+"""
+
+from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
 
+from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels cimport _limits
-from overlap._kernels._types cimport Coll
+from overlap._kernels._types cimport Coll, row_id
+
+
+cdef int run_queries(const Hooks* H, const void* ctx, const Coll* Q, int64_t start,
+                     int64_t stop, int k, int n_threads, double* out_s, int64_t* out_i,
+                     PairBuf* bufs, int64_t* stats, void** pool,
+                     int pool_size) noexcept nogil:
+    """Run queries[start:stop] on n_threads; 0 on success, 1 if scratch allocation failed.
+
+    ``bufs`` (one a thread) receives a join's pairs; without it every query's
+    top-k is written to ``out_s``/``out_i`` (k a row) at its row id.  Thread t
+    adds its scratch's counters to ``stats[t * H.n_stats:]``.  It takes its
+    scratch from pool[t] (made there on first use and kept) when t <
+    pool_size, else makes one for this call; a scratch is clean after every
+    query, so a pool serves one caller's consecutive calls.
+    """
+    cdef int64_t qi
+    cdef int tid = 0, failed = 0
+    cdef bint pooled = False
+    cdef void* s = NULL
+    cdef TopK* top
+    with parallel(num_threads=n_threads):
+        tid = omp_get_thread_num()
+        pooled = tid < pool_size
+        s = pool[tid] if pooled else NULL
+        if s == NULL:
+            s = H.scratch_new(ctx)
+            if pooled:
+                pool[tid] = s
+        if s != NULL:
+            H.take_stats(s, NULL)
+        top = <TopK*>s
+        try:
+            for qi in prange(start, stop, schedule="dynamic", chunksize=H.chunk):
+                if s == NULL:
+                    failed += 1
+                    continue
+                H.search_one(ctx, qi, s, &bufs[tid] if bufs != NULL else NULL)
+                top.prev_q = qi
+                top.prev_best = top.ki[0] if top.nk > 0 else -1
+                if bufs == NULL:
+                    write_top_k(top, row_id(Q, qi), k, out_s, out_i)
+        finally:
+            if s != NULL:
+                H.take_stats(s, stats + H.n_stats * tid)
+            if not pooled:
+                H.scratch_free(s)
+    return 1 if failed else 0
 
 
 cdef Scratch* scratch_new(int64_t n_refs, int64_t max_row, int n_fields, int64_t max_mass,
@@ -37,16 +93,16 @@ cdef Scratch* scratch_new(int64_t n_refs, int64_t max_row, int n_fields, int64_t
     s.post_vid = s.post_vid_all = <int64_t*>malloc(max_query * sizeof(int64_t))
     s.qcount = s.qcount_all = <uint32_t*>malloc(max_query * sizeof(uint32_t))
     s.order = s.order_all = <uint64_t*>malloc(max_query * sizeof(uint64_t))
-    s.ks = <double*>malloc(k * sizeof(double))
-    s.ki = <int64_t*>malloc(k * sizeof(int64_t))
-    s.prev_q = -2
-    s.prev_best = -1
+    s.top.ks = <double*>malloc(k * sizeof(double))
+    s.top.ki = <int64_t*>malloc(k * sizeof(int64_t))
+    s.top.prev_q = -2
+    s.top.prev_best = -1
     if (s.state == NULL or s.bound == NULL or s.fields_hit == NULL or s.touched == NULL or s.tz == NULL
             or s.exact == NULL or s.ubound == NULL or s.sorted == NULL or s.sorted_u == NULL
             or s.sorted_c == NULL or s.sorted_z == NULL or s.bucket == NULL
             or s.post_start_all == NULL or s.post_end_all == NULL or s.post_maxe_all == NULL
             or s.post_vid_all == NULL or s.qcount_all == NULL or s.order_all == NULL
-            or s.ks == NULL or s.ki == NULL):
+            or s.top.ks == NULL or s.top.ki == NULL):
         scratch_free(s)
         return NULL
     return s
@@ -73,8 +129,8 @@ cdef void scratch_free(Scratch* s) noexcept nogil:
     free(s.post_vid_all)
     free(s.qcount_all)
     free(s.order_all)
-    free(s.ks)
-    free(s.ki)
+    free(s.top.ks)
+    free(s.top.ki)
     free(s)
 
 

@@ -11,7 +11,6 @@ cdef extern from "_sigscan.h" nogil:
     ctypedef int (*sig_scan_fn)(const uint64_t* sig, int64_t* p, int64_t end, uint64_t qsig,
                                 int F, int b, uint64_t mask, const int* allowed,
                                 int64_t* out, int room) noexcept nogil
-    int sig_cpu_level() noexcept
     sig_scan_fn sig_scan_for(int level) noexcept
     # set bits of x (SWAR: no libgcc call and no -mpopcnt needed)
     int popcount64 "sig_popcount_swar"(uint64_t x) noexcept

@@ -1,5 +1,6 @@
 /* The signature test of the join's walk over one size group (walk_fill in
- * overlap/_search.pyx), with the population count chosen at run time.
+ * overlap/_kernels/_postings_search.pyx), with the population count chosen
+ * at run time.
  *
  * sig_scan tests the row signatures sig[*p .. end) against the query's:
  * entry q passes when, in every field g (bits [g*b, (g+1)*b) of the 64),
@@ -10,8 +11,8 @@
  * The generic x86-64 target has no popcnt instruction (it came with SSE4.2
  * and AMD's ABM), so the baseline counts bits with a shift-and-add (SWAR)
  * sequence of about a dozen instructions, and a second copy compiled with
- * __attribute__((target("popcnt"))) uses the instruction.  The copy the CPU
- * supports is chosen at run time (never -march=native).  Both compute the
+ * __attribute__((target("popcnt"))) uses the instruction.  The copy is
+ * chosen at run time by the CPU level (_cpu.h; never -march=native).  Both compute the
  * same integers; on other architectures there is one copy, by the
  * compiler's builtin, which their baselines run in hardware.
  *
@@ -22,9 +23,7 @@
 
 #include <stdint.h>
 
-/* levels: 0 portable (SWAR), 1 the popcnt instruction (x86-64 only) */
-#define SIG_LEVEL_PORTABLE 0
-#define SIG_LEVEL_POPCNT 1
+#include "_cpu.h"
 
 typedef int (*sig_scan_fn)(const uint64_t* sig, int64_t* p, int64_t end, uint64_t qsig,
                            int F, int b, uint64_t mask, const int* allowed,
@@ -83,21 +82,11 @@ static int sig_scan_popcnt(const uint64_t* sig, int64_t* p, int64_t end, uint64_
     SIG_SCAN_BODY(__builtin_popcountll)
 #endif
 
-/* Highest level this CPU runs. */
-static int sig_cpu_level(void)
-{
-#if SIG_HAVE_POPCNT
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("popcnt"))
-        return SIG_LEVEL_POPCNT;
-#endif
-    return SIG_LEVEL_PORTABLE;
-}
-
+/* The scan of CPU level ``level`` (_cpu.h): the popcnt copy from CPU_LEVEL_POPCNT on. */
 static sig_scan_fn sig_scan_for(int level)
 {
 #if SIG_HAVE_POPCNT
-    if (level >= SIG_LEVEL_POPCNT)
+    if (level >= CPU_LEVEL_POPCNT)
         return sig_scan_popcnt;
 #endif
     (void)level;

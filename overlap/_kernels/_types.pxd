@@ -76,7 +76,7 @@ ctypedef struct Index:
     const uint64_t* psig     # and each one's reference row signature (row_sig64)
     const int32_t* psuf      # and each one's reference mass from the token on
                              # (descending within a size)
-    const int32_t* pref      # their references alone (NULL until top_k needs them)
+    const int32_t* entry_refs  # their references alone (NULL until top_k needs them)
     bint has_sig             # psig is there (any entry at all)
     int sig_bits             # bits of that signature per field (64 // F)
     const uint32_t* pcnt     # posting counts (NULL for sets)

@@ -4,17 +4,22 @@
 from libc.stdint cimport uint64_t, int64_t
 
 from overlap._kernels._hash cimport fmix64
-from overlap._kernels._types cimport Index, VocabSlot
+from overlap._kernels._types cimport VocabSlot
 
-cdef inline int64_t vocab_lookup(const Index* X, int f, uint64_t key) noexcept nogil:
-    """Vocabulary id of ``key`` in field ``f``, or -1 when no reference holds it."""
-    cdef int64_t a = X.voff[f], size = X.voff[f + 1] - a, slot
+cdef inline int64_t vocab_lookup(const VocabSlot* vocab, const int64_t* voff, int f,
+                                 uint64_t key) noexcept nogil:
+    """Vocabulary id of ``key`` in field ``f``, or -1 when no reference holds it.
+
+    ``vocab``/``voff``: the tables of compact_vocabulary (field f's slots are
+    ``vocab[voff[f]:voff[f+1]]``); both kernels look their queries up here.
+    """
+    cdef int64_t a = voff[f], size = voff[f + 1] - a, slot
     cdef const VocabSlot* v
     if size == 0:
         return -1
     slot = <int64_t>(fmix64(key) & <uint64_t>(size - 1))
     while True:
-        v = &X.vocab[a + slot]
+        v = &vocab[a + slot]
         if v.vid < 0:
             return -1
         if v.key == key:

@@ -10,7 +10,7 @@ from overlap._kernels._bounds cimport (
     DICE, differing_may_reach, may_reach, reach_count, reaching_bits, rest_caps_window,
     size_window,
 )
-from overlap._kernels._signatures cimport popcount64
+from overlap._kernels._signatures cimport popcount64, sig_scan_fn
 from overlap._kernels._types cimport Entry, Group, Index, TokenInfo, overlap_prefetch
 
 cdef enum:
@@ -33,6 +33,7 @@ ctypedef struct SigFilter:
     int64_t q            # the query's size in the scanned field
     double cut           # the scan's cut (a prune_cut)
     int allowed[_limits.MAX_FIELDS]   # other fields: most differing bits a match can show
+    sig_scan_fn scan     # the group signature test (walk_fill) of the call's CPU level
 
 
 

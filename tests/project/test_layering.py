@@ -374,7 +374,7 @@ def test_the_graph_is_read():
     assert layer_of("metrics._corr") == "kernel"
     assert layer_of("overlap._kernels._limits") == "kernel"  # a .pxd alone
     # cimports, one name per line of a parenthesised list too
-    assert ("overlap._openmp", "omp_get_thread_num") in imports_of("overlap._kernels._postings_search")
+    assert ("overlap._openmp", "omp_get_thread_num") in imports_of("overlap._kernels._runner")
     assert ("overlap._kernels._runner", "push_pair") in imports_of("overlap._kernels._postings_search")
     # from overlap._kernels cimport _limits
     assert ("overlap._kernels._limits", "") in imports_of("overlap._kernels._collection")

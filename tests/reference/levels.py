@@ -4,18 +4,28 @@ from __future__ import annotations
 
 import contextlib
 
-from overlap._kernels import _postings_search
+from overlap._kernels import _cpu
 
-#: The join walk's signature test: 0 portable (SWAR) and, where the CPU has
-#: it, 1 the popcnt instruction.
-POPCOUNT_LEVELS = list(range(_postings_search.popcount_cpu_level() + 1))
+#: The CPU levels (``overlap._kernels._cpu``) that change the join walk's
+#: signature test: 0 portable (SWAR) and, where the CPU has it, 1 the popcnt
+#: instruction (every higher level uses popcnt too).
+POPCOUNT_LEVELS = [lv for lv, name in enumerate(_cpu.LEVEL_NAMES)
+                   if name in ("portable", "popcnt") and lv <= _cpu.cpu_level()]
+#: The CPU levels that change the bit-sliced block kernels: portable, AVX2 and
+#: AVX-512, as far as the CPU runs them (it has no popcnt variant).
+BITSLICE_LEVELS = [lv for lv, name in enumerate(_cpu.LEVEL_NAMES)
+                   if name != "popcnt" and lv <= _cpu.cpu_level()]
 
 
 @contextlib.contextmanager
-def popcount_level(level: int):
-    """Run the block with the walk's signature test at ``level``."""
-    prev = _postings_search.set_popcount_level(level)
+def cpu_level(level: int):
+    """Run the block with the kernels at CPU level ``level``."""
+    prev = _cpu.set_simd_level(level)
     try:
         yield
     finally:
-        _postings_search.set_popcount_level(prev)
+        _cpu.set_simd_level(prev)
+
+
+#: the join walk's signature test at a level (the name its tests use)
+popcount_level = cpu_level

@@ -584,15 +584,25 @@ HOSTILE_RAW_CALLS = {
         from overlap import TokenSets, _bitslice_index
         bx = _bitslice_index.build((TokenSets.from_ids([[1, 2, 3]] * 70),), 1)
         s, i = np.zeros((2, 1)), np.full((2, 1), -1, dtype=np.int64)
-        bx.top_k(1, 2, i64([0, 2, 400]), u64([1, 2, 3]), i64([2, 398]), 0, 2, 1, 0.0, False,
-                 500, 1, s, i)
+        q = _collection.Collection(i64([0, 2, 400]), u64([1, 2, 3]), u32([]), i64([2, 398]),
+                                   1, 2, False)
+        bx.top_k(q, 0, 2, 1, 0.0, False, 500, 1, s, i)
     """,
     "bit-sliced queries longer than their scratch": """
         from overlap import TokenSets, _bitslice_index
         bx = _bitslice_index.build((TokenSets.from_ids([[1, 2, 3]] * 70),), 1)
         s, i = np.zeros((2, 1)), np.full((2, 1), -1, dtype=np.int64)
-        bx.top_k(1, 2, i64([0, 2, 600]), u64(np.arange(600)), i64([2, 598]), 0, 2, 1, 0.0,
-                 False, 2, 1, s, i)
+        q = _collection.Collection(i64([0, 2, 600]), u64(np.arange(600)), u32([]),
+                                   i64([2, 598]), 1, 2, False)
+        bx.top_k(q, 0, 2, 1, 0.0, False, 2, 1, s, i)
+    """,
+    "bit-sliced queries renumbered": """
+        from overlap import TokenSets, _bitslice_index
+        bx = _bitslice_index.build((TokenSets.from_ids([[1, 2, 3]] * 70),), 1)
+        s, i = np.zeros((2, 1)), np.full((2, 1), -1, dtype=np.int64)
+        q = _collection.Collection(i64([0, 2, 4]), u64([1, 2, 1, 2]), u32([]), i64([2, 2]),
+                                   1, 2, False, ids=i64([1, 0]))
+        bx.top_k(q, 0, 2, 1, 0.0, False, 2, 1, s, i)
     """,
     "components with an edge past the rows": """
         from overlap import _dedup

@@ -116,9 +116,9 @@ def test_top1_answers_exact_duplicates_from_the_fingerprint_order(monkeypatch):
     The fingerprint order is sorted on the first top-1 search (a join never
     needs it); it must be numpy's stable argsort of the fingerprints.
     """
-    from overlap import _bitslice_index
+    from overlap import _dispatch
 
-    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "postings")
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", "postings")
     refs = TokenSets.from_ids([[5, 6], [1, 2, 3], [4], [3, 2, 1], [1, 2, 3], [4]])
     idx = OverlapIndex(refs)
     idx.join(refs, threshold=0.5)
@@ -142,10 +142,10 @@ def test_fingerprints_are_made_by_the_first_top1_search_only(monkeypatch):
     exact-duplicate shortcut then answers from them."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from overlap import _bitslice_index, _index
+    from overlap import _dispatch, _index
     from overlap._kernels._collection import row_fingerprints
 
-    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "postings")
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", "postings")
     rows = [[5, 6], [1, 2, 3], [4], [3, 2, 1], [1, 2, 3], [4], []]
     refs = TokenSets.from_ids(rows)
     qs = TokenSets.from_ids([[2, 3, 1], [9], [6, 5]])

@@ -2,7 +2,7 @@
 
 Both kernels must return the same scores and indices bit for bit; every test
 here runs the public API with the path forced through
-``overlap._bitslice_index.FORCE_PATH``, on every SIMD level this CPU has.
+``overlap._dispatch.FORCE_PATH``, on every SIMD level this CPU has.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from reference import overlap as ref
 from overlap import OverlapIndex, TokenSets, max_overlap
-from overlap import _bitslice_index
-from overlap._kernels import _bitslice
+from overlap import _bitslice_index, _dispatch
+from overlap._kernels import _bitslice, _cpu
 
-LEVELS = list(range(_bitslice.cpu_level() + 1))
+from _levels import BITSLICE_LEVELS as LEVELS
 
 
 @contextlib.contextmanager
@@ -28,19 +28,22 @@ def forced(path="bitslice", level=None, **settings):
 
     ``MIN_DF`` defaults to 2 so that small corpora get bitmaps too.
     """
-    settings = {"FORCE_PATH": path, "MIN_DF": 2, **settings}
+    settings = {"MIN_DF": 2, **settings}
     saved = {k: getattr(_bitslice_index, k) for k in settings}
-    prev = _bitslice.simd_level()
+    saved_path = _dispatch.FORCE_PATH
+    prev = _cpu.simd_level()
     try:
+        _dispatch.FORCE_PATH = path
         for k, v in settings.items():
             setattr(_bitslice_index, k, v)
         if level is not None:
-            _bitslice.set_simd_level(level)
+            _cpu.set_simd_level(level)
         yield
     finally:
+        _dispatch.FORCE_PATH = saved_path
         for k, v in saved.items():
             setattr(_bitslice_index, k, v)
-        _bitslice.set_simd_level(prev)
+        _cpu.set_simd_level(prev)
 
 
 @pytest.fixture
@@ -50,7 +53,7 @@ def dense():
 
 
 def force(path):
-    _bitslice_index.FORCE_PATH = path
+    _dispatch.FORCE_PATH = path
 
 
 def ref_top_k(q_cols, r_cols, top_k, min_score, rows=None):
@@ -173,7 +176,7 @@ def make_corpus(rng, n, vocab, big=0.0):
 def test_bitslice_equals_postings_on_larger_corpora(monkeypatch, rng, level):
     """Several blocks of references, frequent tokens in >50% of rows, huge rows."""
     monkeypatch.setattr(_bitslice_index, "MIN_DF", 8)
-    prev = _bitslice.set_simd_level(level)
+    prev = _cpu.set_simd_level(level)
     try:
         ctx = make_corpus(rng, 3000, 500, big=0.02)
         rsp = make_corpus(rng, 3000, 500)
@@ -188,7 +191,7 @@ def test_bitslice_equals_postings_on_larger_corpora(monkeypatch, rng, level):
         for kwargs in ({}, {"top_k": 4}, {"min_score": 0.5}, {"top_k": 3, "min_score": 0.3}):
             results = {}
             for path in ("bitslice", "postings"):
-                monkeypatch.setattr(_bitslice_index, "FORCE_PATH", path)
+                monkeypatch.setattr(_dispatch, "FORCE_PATH", path)
                 for q, r, name in ((queries, refs, "2f"), (queries[0], refs[0], "ctx"),
                                    (fields, None, "self")):
                     for nt in (1, 2):
@@ -200,7 +203,7 @@ def test_bitslice_equals_postings_on_larger_corpora(monkeypatch, rng, level):
                 np.testing.assert_array_equal(res.score, other.score, err_msg=str((key, kwargs)))
                 np.testing.assert_array_equal(res.index, other.index, err_msg=str((key, kwargs)))
         # and one direct check against the definition on a sample of queries
-        monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "bitslice")
+        monkeypatch.setattr(_dispatch, "FORCE_PATH", "bitslice")
         sample = np.arange(0, 1000, 37)
         got = max_overlap([q.take(sample) for q in queries], refs, top_k=2)
         q_cols = [[ctx[i] for i in range(0, 3000, 3)], [rsp[i] for i in range(0, 3000, 3)]]
@@ -210,12 +213,12 @@ def test_bitslice_equals_postings_on_larger_corpora(monkeypatch, rng, level):
         np.testing.assert_array_equal(got.score, ws)
         np.testing.assert_array_equal(got.index, wi)
     finally:
-        _bitslice.set_simd_level(prev)
+        _cpu.set_simd_level(prev)
 
 
 @pytest.mark.parametrize("n_threads", [2, 3, 4])
 def test_bitslice_results_identical_for_every_thread_count(monkeypatch, rng, n_threads):
-    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "bitslice")
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", "bitslice")
     ctx = make_corpus(rng, 6000, 400)
     ts = TokenSets.from_ids(ctx)
     q = ts.take(np.arange(0, 6000, 2))
@@ -234,22 +237,22 @@ def test_bitslice_results_identical_for_every_thread_count(monkeypatch, rng, n_t
 def test_cost_model_and_switch(monkeypatch):
     sets = (TokenSets.from_ids([[1, 2]] * 10),)
     bags = (TokenSets.from_ids([[1, 1, 2]] * 10, multiset=True),)
-    assert _bitslice_index.choose_path(bags, 5) == "postings"  # multisets: postings only
-    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "bitslice")
-    assert _bitslice_index.choose_path(sets, 5) == "bitslice"
-    assert _bitslice_index.choose_path(bags, 5) == "postings"
-    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", None)
-    assert _bitslice_index.choose_path(sets, 5) == "postings"  # tiny corpus
-    many = (TokenSets.from_ids([[1, 2, i] for i in range(_bitslice_index.MIN_REFS)]),)
-    assert _bitslice_index.choose_path(many, 5) == "bitslice"
-    assert _bitslice_index.choose_path(many, 5, min_score=0.95) == "postings"
+    assert _dispatch.choose_path(bags, 5) == "postings"  # multisets: postings only
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", "bitslice")
+    assert _dispatch.choose_path(sets, 5) == "bitslice"
+    assert _dispatch.choose_path(bags, 5) == "postings"
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", None)
+    assert _dispatch.choose_path(sets, 5) == "postings"  # tiny corpus
+    many = (TokenSets.from_ids([[1, 2, i] for i in range(_dispatch.MIN_REFS)]),)
+    assert _dispatch.choose_path(many, 5) == "bitslice"
+    assert _dispatch.choose_path(many, 5, min_score=0.95) == "postings"
     # no token is frequent enough for a bitmap: the postings kernel runs
-    idx = OverlapIndex(TokenSets.from_ids([[i] for i in range(_bitslice_index.MIN_REFS)]))
+    idx = OverlapIndex(TokenSets.from_ids([[i] for i in range(_dispatch.MIN_REFS)]))
     idx.max_overlap(TokenSets.from_ids([[3]]))
     assert idx._bitslice.index.n_rows == 0 and idx._index.last_stats is not None
-    monkeypatch.setattr(_bitslice_index, "FORCE_PATH", "fast")
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", "fast")
     with pytest.raises(ValueError, match="FORCE_PATH"):
-        _bitslice_index.choose_path(sets, 5)
+        _dispatch.choose_path(sets, 5)
 
 
 def test_multisets_fall_back_to_postings(dense):
@@ -272,10 +275,10 @@ def test_bitmap_memory_is_bounded_by_the_postings(rng):
 
 def test_simd_levels_are_validated():
     with pytest.raises(ValueError, match="level"):
-        _bitslice.set_simd_level(_bitslice.cpu_level() + 1)
+        _cpu.set_simd_level(_cpu.cpu_level() + 1)
     with pytest.raises(ValueError, match="level"):
-        _bitslice.set_simd_level(-1)
-    assert _bitslice.LEVEL_NAMES[_bitslice.simd_level()] in ("portable", "avx2", "avx512")
+        _cpu.set_simd_level(-1)
+    assert _cpu.LEVEL_NAMES[_cpu.simd_level()] in ("portable", "popcnt", "avx2", "avx512")
 
 
 def test_dialogue_hint_never_hides_a_lower_identical_reference(dense):
@@ -291,15 +294,15 @@ def test_dialogue_hint_never_hides_a_lower_identical_reference(dense):
     assert wi[6].tolist() == [0, 3]
 
 
-def _fill_field_definition(indptr, inverse, order, drow, n_rows, nw):
-    """fill_field by its definition: bit k of row drow[v] for reference order[k]
+def _fill_field_definition(indptr, inverse, order, bitmap_row, n_rows, nw):
+    """fill_field by its definition: bit k of row bitmap_row[v] for reference order[k]
     holding v; rare token v's renumbered references, ascending."""
     bits = np.zeros((n_rows, nw), dtype=np.uint64)
-    postings = {v: [] for v in range(drow.shape[0])}
+    postings = {v: [] for v in range(bitmap_row.shape[0])}
     for k, i in enumerate(order):
         for v in inverse[indptr[i]:indptr[i + 1]]:
-            if drow[v] >= 0:
-                bits[drow[v], k >> 6] |= np.uint64(1) << np.uint64(k & 63)
+            if bitmap_row[v] >= 0:
+                bits[bitmap_row[v], k >> 6] |= np.uint64(1) << np.uint64(k & 63)
             else:
                 postings[int(v)].append(k)
     return bits.ravel(), postings
@@ -317,20 +320,20 @@ def test_fill_field_follows_its_definition_on_every_thread_count(n, vocab):
     inverse = np.concatenate([rng.choice(vocab, ln, replace=False) for ln in lens]
                              + [np.zeros(0, dtype=np.int64)]).astype(np.int32)
     order = rng.permutation(n).astype(np.int64)
-    drow = np.full(vocab, -1, dtype=np.int64)
+    bitmap_row = np.full(vocab, -1, dtype=np.int64)
     frequent = rng.choice(vocab, vocab // 4, replace=False)
-    drow[frequent] = np.arange(frequent.shape[0])
+    bitmap_row[frequent] = np.arange(frequent.shape[0])
     nw = max(8, -(-n // 64))
-    want_bits, want_postings = _fill_field_definition(indptr, inverse, order, drow,
+    want_bits, want_postings = _fill_field_definition(indptr, inverse, order, bitmap_row,
                                                       frequent.shape[0], nw)
     for nt in (1, 2, 5):
-        bits, rptr, rref = _bitslice.fill_field(indptr, inverse, order, drow,
+        bits, rptr, rref = _bitslice.fill_field(indptr, inverse, order, bitmap_row,
                                                 frequent.shape[0], nw, nt)
         np.testing.assert_array_equal(bits, want_bits)
         for v in range(vocab):
             assert rref[rptr[v]:rptr[v + 1]].tolist() == want_postings[v]
         out = np.full(want_bits.shape[0], np.iinfo(np.uint64).max, dtype=np.uint64)
-        got, rptr2, rref2 = _bitslice.fill_field(indptr, inverse, order, drow,
+        got, rptr2, rref2 = _bitslice.fill_field(indptr, inverse, order, bitmap_row,
                                                  frequent.shape[0], nw, nt, out)
         assert got is out
         np.testing.assert_array_equal(out, want_bits)
@@ -343,18 +346,18 @@ def test_fill_field_refuses_out_of_range_input(bad):
     indptr = np.array([0, 2, 3], dtype=np.int64)
     inverse = np.array([0, 1, 1], dtype=np.int32)
     order = np.array([1, 0], dtype=np.int64)
-    drow = np.array([0, -1], dtype=np.int64)
+    bitmap_row = np.array([0, -1], dtype=np.int64)
     if bad == "id":
         inverse[2] = 2
     elif bad == "row":
-        drow[1] = 1
+        bitmap_row[1] = 1
     elif bad == "order":
         order[0] = 2
     elif bad == "indptr":
         indptr[1] = 4
     out = np.zeros(7 if bad == "out" else 8, dtype=np.uint64)  # 1 row of 8 words
     with pytest.raises(ValueError, match="fill_field"):
-        _bitslice.fill_field(indptr, inverse, order, drow, 1, 8, 1, out)
+        _bitslice.fill_field(indptr, inverse, order, bitmap_row, 1, 8, 1, out)
 
 
 # ------------------------------------------------------ the block kernels alone
@@ -403,7 +406,7 @@ def test_block_counts_refuses_what_the_kernels_cannot_take():
     need = np.zeros(_bitslice.BLOCK_WORDS, dtype=np.int64)
     ok = np.zeros(3, dtype=np.int64)
     with pytest.raises(ValueError, match="level"):
-        _bitslice.block_counts(table, ok, 0, need, _bitslice.cpu_level() + 1)
+        _bitslice.block_counts(table, ok, 0, need, _cpu.cpu_level() + 1)
     with pytest.raises(ValueError, match="pick"):
         _bitslice.block_counts(table, np.zeros(1 << _bitslice.MAX_PLANES, dtype=np.int64),
                                0, need, 0)

@@ -22,7 +22,7 @@ from reference import overlap as ref
 from reference.levels import POPCOUNT_LEVELS, popcount_level
 from overlap import OverlapIndex, TokenSets, dedup, max_overlap, overlap_join
 from overlap import _index
-from overlap._kernels import _collection, _pairs, _postings, _postings_search, _runner, _vocab
+from overlap._kernels import _collection, _cpu, _pairs, _postings, _postings_search, _runner, _vocab
 
 #: Tokens 0-2 are drawn so often that each is in more than half of the rows.
 FREQUENT = st.integers(0, 2)
@@ -119,13 +119,14 @@ def test_join_on_dense_corpora_with_many_fields(data, multiset, threshold, n_fie
                 assert triples(overlap_join(la, threshold=threshold, n_threads=nt)) == want
 
 
-def test_popcount_levels_are_those_of_this_cpu():
-    top = _postings_search.popcount_cpu_level()
-    assert top in (0, 1) and _postings_search.popcount_level() == top  # the best, by default
+def test_cpu_levels_are_those_of_this_cpu():
+    top = _cpu.cpu_level()
+    assert top in (0, 1, 2, 3) and _cpu.simd_level() == top  # the best, by default
     for bad in (-1, top + 1):
         with pytest.raises(ValueError, match="level must be in"):
-            _postings_search.set_popcount_level(bad)
-    assert _postings_search.popcount_level() == top
+            _cpu.set_simd_level(bad)
+    assert _cpu.simd_level() == top
+    assert POPCOUNT_LEVELS == list(range(min(top, 1) + 1))
 
 
 @settings(max_examples=60)

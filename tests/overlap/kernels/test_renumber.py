@@ -1,6 +1,6 @@
 """References renumbered by size inside the postings index: the same results.
 
-Large reference sets are stored in size order (``_index.renumbered``): the
+Large reference sets are stored in size order (``_index.renumbers_by_size``): the
 kernels search the renumbered rows and report the caller's ids.  Here the
 renumbering is forced on small sets (``RENUMBER_MIN_ROWS = 0``) and the
 postings kernel forced for the top-k (the bit-sliced kernel keeps its own
@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from reference import overlap as ref
-from overlap import OverlapIndex, TokenSets, _bitslice_index, _index, dedup
+from overlap import OverlapIndex, TokenSets, _dispatch, _index, dedup
 from overlap._kernels import _collection
 from overlap import max_overlap, overlap_join
 from reference.helpers import as_arrays, build, collections, ref_units
@@ -27,13 +27,13 @@ from reference.helpers import as_arrays, build, collections, ref_units
 @contextlib.contextmanager
 def renumbering(on: bool = True):
     """Renumber every reference set (on) or none (off); postings kernel for top-k."""
-    saved = _index.RENUMBER_MIN_ROWS, _bitslice_index.FORCE_PATH
+    saved = _index.RENUMBER_MIN_ROWS, _dispatch.FORCE_PATH
     _index.RENUMBER_MIN_ROWS = 0 if on else 1 << 62
-    _bitslice_index.FORCE_PATH = "postings"
+    _dispatch.FORCE_PATH = "postings"
     try:
         yield
     finally:
-        _index.RENUMBER_MIN_ROWS, _bitslice_index.FORCE_PATH = saved
+        _index.RENUMBER_MIN_ROWS, _dispatch.FORCE_PATH = saved
 
 
 def same(a, b):
