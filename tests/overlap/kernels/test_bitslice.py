@@ -19,7 +19,7 @@ from overlap import OverlapIndex, TokenSets, max_overlap
 from overlap import _bitslice_index, _dispatch
 from overlap._kernels import _bitslice, _cpu
 
-from _levels import BITSLICE_LEVELS as LEVELS
+from reference.levels import BITSLICE_LEVELS as LEVELS
 
 
 @contextlib.contextmanager
