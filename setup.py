@@ -15,7 +15,7 @@ OVERLAP_EXTRA_COMPILE_ARGS
 OVERLAP_ONLY
     Developer convenience: build only the modules whose dotted name starts with
     one of these comma-separated prefixes (e.g. ``metrics`` or
-    ``overlap._search``), for a quick ``build_ext --inplace``.
+    ``overlap._kernels``), for a quick ``build_ext --inplace``.
 OVERLAP_BUILD_JOBS
     How many extension modules to compile at once (default: the usable cores;
     an explicit ``build_ext -j N`` wins).
