@@ -165,7 +165,7 @@ def stable_argsort_u64(keys):
     if n < 2:
         return order
     sk = keys[order]
-    tie = sk[1:] == sk[:-1]
+    tie = sk[1:] == sk[:n - 1]
     if tie.any():
         run = np.concatenate(([0], np.cumsum(~tie)))  # run number of each sorted position
         pos = np.flatnonzero(np.concatenate(([False], tie)) | np.concatenate((tie, [False])))
