@@ -123,6 +123,61 @@ def count_columns(const unsigned char[::1] data):
     return 0
 
 
+cdef Py_ssize_t find_tabs(const unsigned char* p, Py_ssize_t start, Py_ssize_t end,
+                          Py_ssize_t* tabs) noexcept:
+    """Count the tabs of the line p[start:end]; the first 8 positions go to ``tabs``."""
+    cdef Py_ssize_t n_tabs = 0, k = start
+    cdef const unsigned char* hit
+    while k < end:
+        hit = <const unsigned char*> memchr(p + k, 9, end - k)
+        if hit == NULL:
+            break
+        if n_tabs < 8:
+            tabs[n_tabs] = hit - p
+        n_tabs += 1
+        k = (hit - p) + 1
+    return n_tabs
+
+
+cdef object relation_mask(const unsigned char* p, Py_ssize_t a, Py_ssize_t b,
+                          uint64_t allowed, uint64_t* out):
+    """Read the space-separated relation ids of p[a:b] into the bit mask ``out``.
+
+    Returns None, or the message for the first bad id (or for none at all).
+    """
+    cdef uint64_t mask = 0, v
+    cdef int digits, any_id = 0
+    cdef Py_ssize_t k = a, tok_end
+    while k < b:
+        while k < b and p[k] == 32:
+            k += 1
+        if k >= b:
+            break
+        v = 0
+        digits = 0
+        while k < b and p[k] != 32:
+            if p[k] < 48 or p[k] > 57:
+                tok_end = k
+                while tok_end < b and p[tok_end] != 32:
+                    tok_end += 1
+                token = bytes(p[k - digits:tok_end]).decode("utf-8", "replace")
+                return f"relation id {token!r} is not a non-negative integer"
+            if v < 1000:
+                v = v * 10 + (p[k] - 48)
+            digits += 1
+            k += 1
+        if v > 63:
+            return f"relation id {bytes(p[k - digits:k]).decode()} is outside 0..63"
+        if not (allowed >> v) & 1:
+            return f"unknown relation id {v}"
+        mask |= (<uint64_t>1) << v
+        any_id = 1
+    if not any_id:
+        return "no relation ids (use 0 for NA)"
+    out[0] = mask
+    return None
+
+
 def scan(const unsigned char[::1] data, int n_cols, uint64_t allowed):
     """Parse ``data`` (BOM already removed).
 
@@ -138,12 +193,11 @@ def scan(const unsigned char[::1] data, int n_cols, uint64_t allowed):
     ``allowed`` is the mask of permitted relation ids.  For ``n_cols == 5``
     the fourth column (sentence ids) must not be blank.
     """
-    cdef Py_ssize_t n = data.shape[0], pos = 0, start, end, k, f, a, b, tok_end
+    cdef Py_ssize_t n = data.shape[0], pos = 0, start, end, k, f, a, b
     cdef Py_ssize_t line_no = 0, blank_line = 0, n_mid = max(n_cols - 2, 0)
     cdef Py_ssize_t tabs[8]
     cdef Py_ssize_t n_tabs
-    cdef uint64_t mask, v
-    cdef int digits, any_id
+    cdef uint64_t mask = 0
     cdef const unsigned char* p = &data[0] if n > 0 else NULL
     cdef const unsigned char* hit
     cdef Py_ssize_t cap = max(16, n // 16), count = 0
@@ -173,17 +227,7 @@ def scan(const unsigned char[::1] data, int n_cols, uint64_t allowed):
             return ids, index, None, None, (blank_line, "blank line before more data")
         if p[end - 1] == 13:
             end -= 1
-        # tabs: remember the first n_cols, count them all
-        n_tabs = 0
-        k = start
-        while k < end:
-            hit = <const unsigned char*> memchr(p + k, 9, end - k)
-            if hit == NULL:
-                break
-            if n_tabs < 8:
-                tabs[n_tabs] = hit - p
-            n_tabs += 1
-            k = (hit - p) + 1
+        n_tabs = find_tabs(p, start, end, tabs)
         if n_tabs != n_cols - 1:
             return ids, index, None, None, (
                 line_no, f"expected {n_cols} tab-separated columns, found {n_tabs + 1}")
@@ -213,39 +257,9 @@ def scan(const unsigned char[::1] data, int n_cols, uint64_t allowed):
             spans[count, f, 0] = a
             spans[count, f, 1] = b
         # relation ids: last field
-        a = tabs[n_cols - 2] + 1
-        b = end
-        mask = 0
-        any_id = 0
-        k = a
-        while k < b:
-            while k < b and p[k] == 32:
-                k += 1
-            if k >= b:
-                break
-            v = 0
-            digits = 0
-            while k < b and p[k] != 32:
-                if p[k] < 48 or p[k] > 57:
-                    tok_end = k
-                    while tok_end < b and p[tok_end] != 32:
-                        tok_end += 1
-                    token = bytes(p[k - digits:tok_end]).decode("utf-8", "replace")
-                    return ids, index, None, None, (
-                        line_no, f"relation id {token!r} is not a non-negative integer")
-                if v < 1000:
-                    v = v * 10 + (p[k] - 48)
-                digits += 1
-                k += 1
-            if v > 63:
-                return ids, index, None, None, (
-                    line_no, f"relation id {bytes(p[k - digits:k]).decode()} is outside 0..63")
-            if not (allowed >> v) & 1:
-                return ids, index, None, None, (line_no, f"unknown relation id {v}")
-            mask |= (<uint64_t>1) << v
-            any_id = 1
-        if not any_id:
-            return ids, index, None, None, (line_no, "no relation ids (use 0 for NA)")
+        problem = relation_mask(p, tabs[n_cols - 2] + 1, end, allowed, &mask)
+        if problem is not None:
+            return ids, index, None, None, (line_no, problem)
         first = index.setdefault(item, count)
         if <Py_ssize_t>first != count:
             return ids, index, None, None, (
