@@ -9,11 +9,12 @@ sorts and de-duplicates every row.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
-from libc.stdint cimport uint64_t, int64_t, uint32_t, uint8_t, uintptr_t
-
+from libc.stdint cimport uint64_t, int64_t, int32_t, uint32_t, uint8_t, uintptr_t
+from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from overlap._kernels._hash cimport (
-    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step,
+    seed_basis, fnv_byte, fnv_codepoint, finish_token, hash_id, ngram_step,
 )
 from overlap._kernels._sort cimport sort_u64
 
@@ -333,3 +334,226 @@ def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngr
                 if multiset:
                     oc[ip[i] + k] = cv[indptr[i] + k]
     return new_indptr, out, (out_cnt if multiset else None)
+
+
+# ------------------------------------------------------------ UTF-8 buffers
+# Rows of an Arrow string column: ``data[offsets[i]:offsets[i + 1]]`` holds the
+# UTF-8 bytes of row i.  An ASCII row (every byte < 0x80) is lower-cased and
+# tokenized on its bytes: for ASCII, str.lower maps exactly A-Z to a-z, one code
+# point is one byte and its UTF-8 encoding is itself, so the scan below is
+# scan_one on the lowered string step for step.  Any other row is decoded and
+# lower-cased by Python (the str path itself), so it is exact by construction.
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+cdef enum:
+    CLS_SPACE = 0
+    CLS_WORD = 1
+    CLS_OTHER = 2
+
+# the class of every ASCII byte after lower-casing, as is_space/is_word say,
+# and the position of every ASCII byte in string.punctuation (-1: not in it)
+cdef uint8_t ASCII_CLASS[128]
+cdef int ASCII_PUNCT_POS[128]
+
+
+cdef void _init_ascii_tables() noexcept:
+    cdef int c, s
+    for c in range(128):
+        if is_space(c):
+            ASCII_CLASS[c] = CLS_SPACE
+        elif is_word(c):
+            ASCII_CLASS[c] = CLS_WORD
+        else:
+            ASCII_CLASS[c] = CLS_OTHER
+        ASCII_PUNCT_POS[c] = -1
+    for s in range(PUNCT_LEN):
+        ASCII_PUNCT_POS[<uint8_t>PUNCT[s]] = s
+
+
+_init_ascii_tables()
+
+
+cdef inline uint8_t lower_ascii(uint8_t c) noexcept nogil:
+    return c + 32 if (c >= 65 and c <= 90) else c
+
+
+cdef inline bint is_ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t acc = 0, w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        acc |= w
+        i += 8
+    while i < n:
+        acc |= p[i]
+        i += 1
+    return (acc & <uint64_t>0x8080808080808080ULL) == 0
+
+
+cdef inline bint ascii_in_punctuation(const uint8_t* p, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Is lower(text[a:b]) a substring of string.punctuation? (ASCII bytes)"""
+    cdef Py_ssize_t n = b - a, k
+    cdef int s
+    if n > PUNCT_LEN:
+        return False
+    s = ASCII_PUNCT_POS[lower_ascii(p[a])]  # its characters are distinct: one start
+    if s < 0 or s + n > PUNCT_LEN:
+        return False
+    for k in range(1, n):
+        if lower_ascii(p[a + k]) != <uint8_t>PUNCT[s + k]:
+            return False
+    return True
+
+
+cdef inline uint64_t hash_ascii(const uint8_t* p, Py_ssize_t a, Py_ssize_t b,
+                                uint64_t basis) noexcept nogil:
+    cdef uint64_t h = basis
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        h = fnv_byte(h, lower_ascii(p[i]))
+    return finish_token(h, <uint64_t>(b - a))
+
+
+cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis,
+                        uint64_t* out) noexcept nogil:
+    """scan_one of the lower-cased ASCII bytes ``p[:n]`` (every byte < 0x80)."""
+    cdef Py_ssize_t i = 0, start
+    cdef int64_t m = 0
+    cdef uint8_t k
+    if mode == MODE_WHOLE:
+        out[0] = hash_ascii(p, 0, n, basis)
+        return 1
+    while i < n:
+        k = ASCII_CLASS[p[i]]
+        if k == CLS_SPACE:
+            i += 1
+            continue
+        start = i
+        i += 1
+        if mode == MODE_CHAR:
+            pass
+        elif mode == MODE_WHITESPACE:
+            while i < n and ASCII_CLASS[p[i]] != CLS_SPACE:
+                i += 1
+        else:  # wordpunct, and intl (no ASCII code point is a single)
+            while i < n and ASCII_CLASS[p[i]] == k:
+                i += 1
+        if (mode == MODE_WORDPUNCT or mode == MODE_INTL) and ascii_in_punctuation(p, start, i):
+            continue
+        out[m] = hash_ascii(p, start, i, basis)
+        m += 1
+    return m
+
+
+def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, uint64_t seed,
+              int ngram, bint multiset, int n_threads, str name="texts", Py_ssize_t base=0):
+    """Token sets of the UTF-8 rows ``data[offsets[i]:offsets[i + 1]]`` (an Arrow
+    string column's buffers; int32 or int64 offsets, not rebased).
+
+    The same ``(indptr, hashes, counts)`` as ``finalize_rows`` of ``scan_texts``
+    of the decoded, lower-cased rows.  ASCII rows are read from the bytes
+    without the GIL; the others are decoded, lower-cased with ``str.lower`` and
+    scanned as str.  ValueError (naming ``name[base + i]``) for offsets outside
+    ``data`` or a row that is not valid UTF-8.
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, j, k, nd = data.shape[0]
+    cdef int64_t lo, hi
+    if n < 0:
+        raise ValueError("scan_utf8: offsets must hold at least one element")
+    if ngram < 1:
+        raise ValueError(f"scan_utf8: ngram must be at least 1, got {ngram}")
+    with nogil:
+        k = -1
+        if offsets[0] < 0 or offsets[n] > nd:
+            k = 0
+        else:
+            for i in range(n):
+                if offsets[i + 1] < offsets[i]:
+                    k = i
+                    break
+    if k >= 0:
+        raise ValueError(f"scan_utf8: the offsets of {name} do not describe its data "
+                         f"(at row {base + k})")
+    slot = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] sv = slot
+    sv[0] = 0
+    for i in range(n):
+        sv[i + 1] = sv[i] + (1 if mode == MODE_WHOLE else offsets[i + 1] - offsets[i])
+    buf = np.empty(max(sv[n], 1), dtype=np.uint64)
+    cnt = np.empty(max(sv[n], 1) if multiset else 1, dtype=np.uint32)
+    lengths = np.empty(n, dtype=np.int64)
+    cdef uint64_t[::1] bv = buf
+    cdef uint32_t[::1] cv = cnt
+    cdef int64_t[::1] lv = lengths
+    cdef uint64_t* bp = &bv[0]
+    cdef uint32_t* cp = &cv[0]
+    cdef const uint8_t* dp = &data[0] if nd else NULL
+    cdef uint64_t basis = seed_basis(seed)
+    cdef int64_t m
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=256):
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            if not is_ascii(dp + lo, hi - lo):
+                lv[i] = -1
+                continue
+            m = scan_ascii(dp + lo, hi - lo, mode, basis, bp + sv[i])
+            lv[i] = finalize_row(bp + sv[i], m, ngram, multiset,
+                                 (cp + sv[i]) if multiset else cp)
+    # the other rows: decoded and lower-cased by Python, then the str path's kernels
+    wide = np.flatnonzero(lengths < 0)
+    cdef Py_ssize_t nw = wide.shape[0]
+    cdef const int64_t[::1] wv = wide
+    row_lengths = lengths
+    w_indptr = w_hashes = w_counts = None
+    cdef list lowered = []
+    if nw:
+        for j in range(nw):
+            i = wv[j]
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            try:
+                s = PyUnicode_DecodeUTF8(<const char*>(dp + lo), hi - lo, "strict")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{name}[{base + i}] is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                ) from None
+            lowered.append(s.lower())
+        w_ip, w_raw = scan_texts(lowered, mode, seed, n_threads)
+        del lowered
+        w_indptr, w_hashes, w_counts = finalize_rows(w_ip, w_raw, ngram, multiset, n_threads)
+        row_lengths = lengths.copy()
+        row_lengths[wide] = np.diff(w_indptr)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(row_lengths, out=indptr[1:])
+    out = np.empty(indptr[n], dtype=np.uint64)
+    out_cnt = np.empty(indptr[n] if multiset else 0, dtype=np.uint32)
+    cdef const int64_t[::1] ip = indptr
+    cdef uint64_t[::1] ov = out
+    cdef uint32_t[::1] oc = out_cnt
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+            lo = lv[i]  # -1 for the rows that went through Python
+            for k in range(lo):
+                ov[ip[i] + k] = bp[sv[i] + k]
+                if multiset:
+                    oc[ip[i] + k] = cp[sv[i] + k]
+    cdef const int64_t[::1] wip
+    cdef const uint64_t[::1] wh
+    cdef const uint32_t[::1] wc
+    if nw:
+        wip = w_indptr
+        wh = w_hashes
+        if multiset:
+            wc = w_counts
+        with nogil:
+            for j in range(nw):
+                i = wv[j]
+                for k in range(wip[j + 1] - wip[j]):
+                    ov[ip[i] + k] = wh[wip[j] + k]
+                    if multiset:
+                        oc[ip[i] + k] = wc[wip[j] + k]
+    return indptr, out, (out_cnt if multiset else None)
