@@ -419,31 +419,46 @@ cdef inline uint64_t hash_ascii(const uint8_t* p, Py_ssize_t a, Py_ssize_t b,
 
 cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis,
                         uint64_t* out) noexcept nogil:
-    """scan_one of the lower-cased ASCII bytes ``p[:n]`` (every byte < 0x80)."""
+    """scan_one of the lower-cased ASCII bytes ``p[:n]`` (every byte < 0x80).
+
+    The same token boundaries (ASCII_CLASS is is_space/is_word) and the same
+    hashes (one byte per code point, fed as it is read).
+    """
     cdef Py_ssize_t i = 0, start
     cdef int64_t m = 0
-    cdef uint8_t k
+    cdef uint8_t k, c
+    cdef uint64_t h
     if mode == MODE_WHOLE:
         out[0] = hash_ascii(p, 0, n, basis)
         return 1
     while i < n:
-        k = ASCII_CLASS[p[i]]
+        c = p[i]
+        k = ASCII_CLASS[c]
         if k == CLS_SPACE:
             i += 1
             continue
         start = i
         i += 1
+        h = fnv_byte(basis, lower_ascii(c))
         if mode == MODE_CHAR:
             pass
         elif mode == MODE_WHITESPACE:
-            while i < n and ASCII_CLASS[p[i]] != CLS_SPACE:
+            while i < n:
+                c = p[i]
+                if ASCII_CLASS[c] == CLS_SPACE:
+                    break
+                h = fnv_byte(h, lower_ascii(c))
                 i += 1
         else:  # wordpunct, and intl (no ASCII code point is a single)
-            while i < n and ASCII_CLASS[p[i]] == k:
+            while i < n:
+                c = p[i]
+                if ASCII_CLASS[c] != k:
+                    break
+                h = fnv_byte(h, lower_ascii(c))
                 i += 1
-        if (mode == MODE_WORDPUNCT or mode == MODE_INTL) and ascii_in_punctuation(p, start, i):
-            continue
-        out[m] = hash_ascii(p, start, i, basis)
+            if ascii_in_punctuation(p, start, i):
+                continue
+        out[m] = finish_token(h, <uint64_t>(i - start))
         m += 1
     return m
 
