@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import overlap
@@ -30,6 +30,9 @@ except ImportError:  # the core suite runs without the extra
     pa = None
 
 needs_arrow = pytest.mark.skipif(pa is None, reason="optional extra pyarrow is not installed")
+
+# the fixture non_ascii_in is the same for every example of a test
+FIXTURE_OK = [HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
 
 PRESETS = sorted(overlap.TOKENIZERS)
 MODES = [*overlap.TOKENIZERS.values(), 3]  # and the callable path's "whole"
@@ -105,10 +108,11 @@ TEXTS = st.lists(st.one_of(ASCII_RUNS, ASCII_ANY, UNICODE), max_size=12)
 
 # --------------------------------------------------------------- equality
 @needs_arrow
-@settings(max_examples=200)
+@settings(max_examples=200, suppress_health_check=FIXTURE_OK)
 @given(TEXTS, st.sampled_from(PRESETS), st.integers(1, 3), st.booleans(),
        st.sampled_from(SEEDS), st.sampled_from(TYPES), st.data())
-def test_arrow_column_equals_the_list(texts, preset, ngram, multiset, seed, typ, data):
+def test_arrow_column_equals_the_list(non_ascii_in, texts, preset, ngram, multiset, seed, typ,
+                                     data):
     want = TokenSets.from_texts(texts, preset, ngram, multiset, seed=seed)
     col = pa.array(texts, _type(typ))
     _same(TokenSets.from_texts(col, preset, ngram, multiset, seed=seed), want)
@@ -125,11 +129,11 @@ def test_arrow_column_equals_the_list(texts, preset, ngram, multiset, seed, typ,
 
 
 @needs_arrow
-@settings(max_examples=150)
+@settings(max_examples=150, suppress_health_check=FIXTURE_OK)
 @given(TEXTS, st.sampled_from(MODES), st.integers(1, 3), st.booleans(),
        st.sampled_from(SEEDS), st.sampled_from(TYPES), st.sampled_from([1, 2]))
-def test_kernel_equals_the_str_kernels_in_every_mode(texts, mode, ngram, multiset, seed,
-                                                     typ, n_threads):
+def test_kernel_equals_the_str_kernels_in_every_mode(non_ascii_in, texts, mode, ngram,
+                                                     multiset, seed, typ, n_threads):
     got = _kernel(pa.array(texts, _type(typ)), mode, seed, ngram, multiset, n_threads)
     _same_rows(got, _kernel_reference(texts, mode, seed, ngram, multiset))
 
@@ -168,7 +172,7 @@ def test_every_code_point_in_context(preset):
 
 @needs_arrow
 @pytest.mark.parametrize("preset", PRESETS)
-def test_lower_casing_that_changes_length_or_depends_on_context(preset):
+def test_lower_casing_that_changes_length_or_depends_on_context(preset, non_ascii_in):
     texts = ["İ", "İİ x", "ΑΣ", "ΑΣ ΑΣ.", "Σ", "AΣB", "ΑΣ\u0301", "ǅungla", "ẞ", "Hello İ",
              "\u05e9\u05dc\u05d5\u05dd abc", "👍🏽 ok", "e\u0301e\u0301", "", " ", "   a  "]
     for ngram in (1, 2, 3):
@@ -214,20 +218,64 @@ def test_many_rows_and_threads(n_threads, rng):
               TokenSets.from_texts(texts, preset, 2, True, 1))
 
 
+@pytest.fixture(params=["c", "python"])
+def non_ascii_in(request):
+    """Both ways of tokenizing non-ASCII rows: in C, and all through Python."""
+    if request.param == "python":
+        _tokenize.use_c_for_non_ascii(False)
+    yield request.param
+    _tokenize.use_c_for_non_ascii(True)
+
+
+def test_str_lower_is_per_code_point_on_this_python():
+    # else every non-ASCII row of an Arrow column goes through Python (exact, slower)
+    assert _tokenize.lower_matches_str_lower()
+    assert _tokenize.use_c_for_non_ascii() is True
+
+
 @needs_arrow
-def test_only_non_ascii_rows_become_str(monkeypatch):
+def test_rows_become_str_only_where_lower_is_not_per_code_point(monkeypatch):
     seen = []
     real = _tokenize.scan_texts
     monkeypatch.setattr(_tokenize, "scan_texts", lambda t, *a: seen.append(list(t)) or real(t, *a))
-    texts = ["Hello, World!", "Ünïcode Row", "plain ascii", "ΑΣ"]
+    texts = ["Hello, World!", "Ünïcode Row", "plain ascii", "ΑΣ", "İx", "日本語"]
     _same(TokenSets.from_texts(pa.array(texts)), TokenSets.from_texts(texts))
-    assert seen[0] == ["ünïcode row", "ας"]  # the list path's call: every row
+    assert len(seen) == 2 and len(seen[1]) == len(texts)  # the list path's call: every row
+    assert seen[0] == ["ας", "i\u0307x"]  # final sigma and the dotted I: str.lower's
     seen.clear()
-    TokenSets.from_texts(pa.array(texts))
-    assert seen == [["ünïcode row", "ας"]]  # the Arrow path: only the non-ASCII rows
-    seen.clear()
-    TokenSets.from_texts(pa.array(["all", "ASCII rows", "here..."]))
+    TokenSets.from_texts(pa.array(["all", "ASCII rows", "here...", "and Ünïcode", "日本語"]))
     assert seen == []
+    try:
+        _tokenize.use_c_for_non_ascii(False)
+        seen.clear()
+        _same(TokenSets.from_texts(pa.array(texts)), TokenSets.from_texts(texts))
+        assert seen[0] == ["ünïcode row", "ας", "i\u0307x", "日本語"]  # then the list's
+    finally:
+        _tokenize.use_c_for_non_ascii(True)
+
+
+@needs_arrow
+@settings(max_examples=300)
+@given(st.lists(st.binary(max_size=12), max_size=6), st.sampled_from(MODES), st.booleans())
+def test_random_bytes_decode_as_python_does(rows, mode, large):
+    # well-formed UTF-8 gives the str's token sets, anything else the error
+    col = _raw_column(rows, large)
+    try:
+        texts = [r.decode("utf-8") for r in rows]
+    except UnicodeDecodeError:
+        bad = next(i for i, r in enumerate(rows) if not _decodes(r))
+        with pytest.raises(ValueError, match=rf"texts\[{bad}\] is not valid UTF-8"):
+            _kernel(col, mode, 0, 1, False)
+        return
+    _same_rows(_kernel(col, mode, 0, 2, True), _kernel_reference(texts, mode, 0, 2, True))
+
+
+def _decodes(row: bytes) -> bool:
+    try:
+        row.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 # ------------------------------------------------------------ other inputs
@@ -306,8 +354,10 @@ def _raw_column(rows: list[bytes], large: bool = False):
 
 
 @needs_arrow
-@pytest.mark.parametrize("bad", [b"\xff", b"ab\xc3", b"\xc0\xaf", b"\xed\xa0\x80",
-                                 b"\xf4\x90\x80\x80", b"ok \x80 ok"])
+@pytest.mark.parametrize("bad", [b"\xff", b"ab\xc3", b"\xc0\xaf", b"\xc1\xbf", b"\xed\xa0\x80",
+                                 b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xf0\x80\x80\x80",
+                                 b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",
+                                 b"\xf0\x9f\x98", b"\xe2\x82", b"ok \x80 ok", "é".encode() + b"\xbf"])
 def test_invalid_utf8_is_an_error_naming_the_row(bad):
     for large in (False, True):
         col = _raw_column([b"fine", "ünï".encode(), bad, b"after"], large)
