@@ -525,6 +525,7 @@ cdef int64_t decode_lower(const uint8_t* p, Py_ssize_t n, uint32_t* out) noexcep
 
 
 cdef int _lower_ok = -1  # -1: not checked yet
+cdef int64_t WIDE_ROW_BYTES = 1 << 22
 
 
 def lower_matches_str_lower():
@@ -624,6 +625,8 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     cdef bint wide_in_c = lower_matches_str_lower()
     for i in range(n):
         widest = max(widest, <int64_t>(offsets[i + 1] - offsets[i]))
+    # non-ASCII rows longer than WIDE_ROW_BYTES go to Python: 16 MiB a thread at most
+    widest = min(widest, WIDE_ROW_BYTES)
     with nogil, parallel(num_threads=n_threads):
         # this thread's code points of one row (a row has at most as many as bytes)
         scratch = <uint32_t*>malloc(<size_t>(widest + 1) * sizeof(uint32_t)) if wide_in_c else NULL
@@ -634,7 +637,7 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
                 m = scan_ascii(dp + lo, hi - lo, mode, basis, bp + sv[i])
             else:
                 m = -1
-                if scratch != NULL:
+                if scratch != NULL and hi - lo <= widest:
                     m = decode_lower(dp + lo, hi - lo, scratch)
                 if m < 0:  # to Python
                     lv[i] = -1

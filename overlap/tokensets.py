@@ -204,7 +204,8 @@ class TokenSets:
             or a pyarrow ``Array``/``ChunkedArray`` of ``string`` or
             ``large_string`` (``string_view`` is cast), or a pandas Series of
             Arrow-backed strings, read from its buffers with no Python str per
-            ASCII row (the same token sets as the list of the same strings).
+            row (only rows holding U+0130 or U+03A3 are lower-cased by Python);
+            the same token sets as the list of the same strings.
             A null row is a ``TypeError`` naming it, as ``None`` in a list is.
         tokenizer : {"wordpunct", "whitespace", "char", "intl"} or callable
             ``"wordpunct"`` (default) lower-cases, takes the matches of

@@ -278,6 +278,16 @@ def _decodes(row: bytes) -> bool:
     return True
 
 
+@needs_arrow
+def test_long_rows():
+    # non-ASCII rows over 4 MiB are lower-cased by Python, shorter ones in C
+    texts = ["Ünï " * 1_200_000 + "ΑΣ end", "é" * (1 << 22), "é" * (1 << 21) + "x",
+             "é" * 1000 + " Hello", "short é", "A" * (1 << 23)]
+    for preset in ("char", "wordpunct"):
+        _same(TokenSets.from_texts(pa.array(texts), preset, 2, True),
+              TokenSets.from_texts(texts, preset, 2, True))
+
+
 # ------------------------------------------------------------ other inputs
 @needs_arrow
 def test_pandas_series_backed_by_arrow():
