@@ -26,7 +26,7 @@ def arrow_column(texts: Any, name: str = "texts") -> Any | None:
     Series of strings: those take the list path.  TypeError for an Arrow array
     that does not hold strings; TypeError naming the first null row.
     """
-    top = type(texts).__module__.split(".")[0]
+    top = str(getattr(type(texts), "__module__", None) or "").split(".")[0]
     if top == "pyarrow":
         import pyarrow as pa
 
