@@ -29,4 +29,5 @@ def scan_utf8(
     n_threads: int,
     name: str = "texts",
     base: int = 0,
+    ordered: bool = False,
 ) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint32] | None]: ...

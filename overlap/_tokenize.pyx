@@ -576,12 +576,16 @@ def use_c_for_non_ascii(enabled=None):
 
 
 def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, uint64_t seed,
-              int ngram, bint multiset, int n_threads, str name="texts", Py_ssize_t base=0):
+              int ngram, bint multiset, int n_threads, str name="texts", Py_ssize_t base=0,
+              bint ordered=False):
     """Token sets of the UTF-8 rows ``data[offsets[i]:offsets[i + 1]]`` (an Arrow
     string column's buffers; int32 or int64 offsets, not rebased).
 
     The same ``(indptr, hashes, counts)`` as ``finalize_rows`` of ``scan_texts``
-    of the decoded, lower-cased rows.  Rows are decoded, lower-cased and
+    of the decoded, lower-cased rows.  With ``ordered`` the rows are not
+    finalized: ``(indptr, hashes, None)`` holds every token hash in text order,
+    as ``scan_texts`` of the decoded, lower-cased rows (``ngram`` and
+    ``multiset`` are then ignored).  Rows are decoded, lower-cased and
     scanned without the GIL, except rows holding U+0130 or U+03A3 and rows that
     are not valid UTF-8, which are decoded, lower-cased with ``str.lower`` and
     scanned as str.  ValueError (naming ``name[base + i]``) for offsets outside
@@ -593,6 +597,8 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
         raise ValueError("scan_utf8: offsets must hold at least one element")
     if ngram < 1:
         raise ValueError(f"scan_utf8: ngram must be at least 1, got {ngram}")
+    if ordered:
+        multiset = False
     with nogil:
         k = -1
         if offsets[0] < 0 or offsets[n] > nd:
@@ -643,8 +649,11 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
                     lv[i] = -1
                     continue
                 m = scan_one(4, scratch, m, mode, basis, bp + sv[i])
-            lv[i] = finalize_row(bp + sv[i], m, ngram, multiset,
-                                 (cp + sv[i]) if multiset else cp)
+            if ordered:
+                lv[i] = m
+            else:
+                lv[i] = finalize_row(bp + sv[i], m, ngram, multiset,
+                                     (cp + sv[i]) if multiset else cp)
         free(scratch)
     # the other rows: decoded and lower-cased by Python, then the str path's kernels
     wide = np.flatnonzero(lengths < 0)
@@ -667,7 +676,11 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
             lowered.append(s.lower())
         w_ip, w_raw = scan_texts(lowered, mode, seed, n_threads)
         del lowered
-        w_indptr, w_hashes, w_counts = finalize_rows(w_ip, w_raw, ngram, multiset, n_threads)
+        if ordered:
+            w_indptr, w_hashes = w_ip, w_raw
+        else:
+            w_indptr, w_hashes, w_counts = finalize_rows(w_ip, w_raw, ngram, multiset,
+                                                         n_threads)
         row_lengths = lengths.copy()
         row_lengths[wide] = np.diff(w_indptr)
     indptr = np.zeros(n + 1, dtype=np.int64)

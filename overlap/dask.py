@@ -390,3 +390,97 @@ def scan_stream(
 
 
 __all__ += ["scan_stream"]
+
+
+# ------------------------------------------------------------ contamination
+def _contamination_shard(path, eval_texts, options, field, fmt, chunk_rows, n_threads):
+    """One shard's :class:`overlap.contamination.ScanState`, rows numbered from 0."""
+    from .contamination import ContaminationScanner
+    from .stream_readers import read_chunks
+
+    scanner = ContaminationScanner(eval_texts, n_threads=n_threads, **options)
+    for chunk in read_chunks([path], [field], fmt=fmt, chunk_rows=chunk_rows):
+        scanner.add_chunk(chunk, field)
+    return scanner.state()
+
+
+def contamination(
+    eval_texts: Any,
+    shards: Any,
+    *,
+    client: Any,
+    ngram: Any = None,
+    rules: Any = None,
+    groups: Any = None,
+    field: str = "text",
+    fmt: str | None = None,
+    tokenizer: Any = "wordpunct",
+    seed: int = 0,
+    chunk_rows: int = 65536,
+    keep_text: bool = True,
+    n_threads: int | None = None,
+    progress: ProgressArg = False,
+):
+    """:func:`overlap.contamination.contamination` with every shard read on a worker.
+
+    Each shard file is read chunk by chunk by the worker it is sent to (shard
+    ``s`` to worker ``s mod n_workers``; the workers must see the paths) with
+    the same reader and kernels as the local function.  A task returns, for
+    every distinct eval n-gram, the first row of its shard holding it (and
+    per sample the first matching row and its text); the client lays the
+    shards end to end in name order and keeps the lowest global row, so the
+    result equals the local call's on the same shards.
+
+    Parameters
+    ----------
+    eval_texts, ngram, rules, groups, field, fmt, tokenizer, seed, chunk_rows, keep_text
+        As in :func:`overlap.contamination.contamination`; ``shards`` is a
+        directory or a list of files.  A callable tokenizer must be picklable.
+    client : distributed.Client
+    n_threads : int, optional
+        Kernel threads per shard task (default: the worker's ``nthreads``).
+    progress : bool or callable
+        Counts finished shards.
+
+    Returns
+    -------
+    overlap.contamination.ContaminationResult
+    """
+    import time
+
+    from .contamination import ContaminationScanner
+    from .stream_readers import shard_paths
+
+    t0 = time.perf_counter()
+    n_threads = _check_threads(n_threads)
+    check_int(chunk_rows, "chunk_rows", minimum=1)
+    if isinstance(field, bool) or not isinstance(field, str):
+        raise TypeError(f"field must be a str, got {type_name(field)}")
+    options = dict(ngram=ngram, rules=rules, tokenizer=tokenizer, seed=seed, keep_text=keep_text)
+    local = ContaminationScanner(eval_texts, n_threads=effective_n_threads(n_threads), **options)
+    grp = None if groups is None else list(groups)
+    if grp is not None and len(grp) != local.indptr.shape[0] - 1:
+        raise ValueError(f"groups has {len(grp)} labels for {local.indptr.shape[0] - 1} "
+                         "eval samples")
+    client = _check_client(client)
+    paths = shard_paths(shards, fmt)
+    ws = _workers(client)
+    ev = client.scatter([list(eval_texts) if not hasattr(eval_texts, "buffers")
+                         else eval_texts], broadcast=True, hash=False)[0]
+    futures = []
+    for s, path in enumerate(paths):
+        addr, slots = ws[s % len(ws)]
+        nt = n_threads if n_threads is not None else max(1, slots)
+        futures.append(client.submit(_contamination_shard, path, ev, options, field, fmt,
+                                     chunk_rows, nt, workers=[addr],
+                                     allow_other_workers=True, pure=False))
+    _run(client, futures, progress, "dask contamination")
+    for part in client.gather(futures):
+        local.absorb(part)
+    if local.n_rows == 0:
+        what = paths[0] if len(paths) == 1 else f"{len(paths)} shard files"
+        raise ValueError(f"{what}: no rows (0 samples read)")
+    return local.result(grp, time.perf_counter() - t0)
+
+
+__all__ += ["contamination"]

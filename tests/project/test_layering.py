@@ -70,6 +70,7 @@ LAYERS = {
     "overlap.dedup": "core",
     "overlap.stream": "core",
     "overlap.stream_readers": "core",
+    "overlap.contamination": "core",
     "overlap.dask": "dask",
     "overlap.pipeline": "app",
     "overlap.cli": "cli",
