@@ -239,6 +239,33 @@ def _fields(text: str) -> list[str]:
     return names
 
 
+def _ngram_list(text: str) -> tuple:
+    from .contamination import MAX_NGRAM
+
+    out = []
+    for part in text.split(","):
+        try:
+            n = _int_arg(part.strip()) if part.strip() else None
+        except argparse.ArgumentTypeError:
+            n = None
+        if n is None or not 1 <= n <= MAX_NGRAM:
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated n-gram lengths in [1, {MAX_NGRAM}], got {text!r}")
+        out.append(n)
+    return tuple(out)
+
+
+def _rule_list(text: str) -> list[str]:
+    from .contamination import RULES
+
+    names = [r.strip() for r in text.split(",")]
+    for r in names:
+        if r not in RULES:
+            raise argparse.ArgumentTypeError(
+                f"unknown rule {r!r} (choose from {', '.join(RULES)})")
+    return names
+
+
 def _tokenizer_names() -> list[str]:
     from . import TOKENIZERS
 
@@ -490,6 +517,56 @@ def build_parser() -> argparse.ArgumentParser:
                    help="which train unit of near-duplicates stays (default: "
                         "most-overlapped, the published method; first = the earliest)")
     x.set_defaults(func=cmd_decontaminate)
+
+    k = sub.add_parser("contamination", parents=[common, writes],
+                       help="n-gram contamination of eval samples by a corpus (GPT-3, PaLM, "
+                            "Llama 2 rules)",
+                       description="For every eval sample: how many of its n-grams occur in "
+                                   "the corpus (a file or a folder of shards, read chunk by "
+                                   "chunk), their fraction, the longest run of sample tokens "
+                                   "they cover, the token coverage, the first corpus row "
+                                   "holding one, and a label per rule: any = a 13-gram found "
+                                   "(GPT-3, lm-evaluation-harness), palm = >= 70%% of the "
+                                   "8-grams found, llama2 = >= 80%% of the tokens covered by "
+                                   "found 11-grams (clean below 20%%). See docs/contamination.md.")
+    k.add_argument("--eval", required=True, metavar="FILE", dest="eval_",
+                   help="eval samples: .csv, .tsv, .jsonl, .parquet or .txt (one a line)")
+    k.add_argument("--corpus", required=True, metavar="PATH",
+                   help="the corpus: a file or a folder of shard files (read in name order, "
+                        "--chunk-rows rows at a time)")
+    k.add_argument("--ngram", type=_ngram_list, default=None, metavar="N[,N...]",
+                   help="n-gram lengths to report besides those the rules need "
+                        "(default: none; with no --rule either, the rule any)")
+    k.add_argument("--rule", type=_rule_list, action="append", default=None, metavar="RULE",
+                   help="any, palm or llama2 (repeat or comma-separate; default: any unless "
+                        "--ngram is given)")
+    k.add_argument("--by", metavar="COLUMN",
+                   help="summarise per value of this eval column (e.g. language)")
+    k.add_argument("--field", default="text", metavar="COLUMN",
+                   help="the text column of the eval file and of the corpus (default: text)")
+    k.add_argument("--format", choices=FORMATS, default=None,
+                   help="format of the eval file (default: from its extension)")
+    k.add_argument("--corpus-format", metavar="FMT", dest="corpus_format", default=None,
+                   help="format of the corpus files: " + ", ".join(STREAM_FORMATS)
+                        + " (default: from each extension)")
+    k.add_argument("--chunk-rows", type=_positive, default=65536, metavar="N",
+                   dest="chunk_rows",
+                   help="corpus rows held in memory at a time (default: 65536); the result "
+                        "does not depend on it")
+    k.add_argument("--tokenizer", choices=_tokenizer_names(), default=DEFAULT_TOKENIZER,
+                   help=f"tokenizer preset (default: {DEFAULT_TOKENIZER}; n-grams are over "
+                        "its tokens)")
+    k.add_argument("--seed", type=_count, default=0, metavar="S",
+                   help="hash seed (default: 0)")
+    k.add_argument("--max-line-bytes", type=_positive, default=None, metavar="N",
+                   dest="max_line_bytes",
+                   help=f"longest line read, after .gz inflation (default: {MAX_LINE_BYTES:,})")
+    k.add_argument("--out", metavar="FILE",
+                   help="per-sample report, .csv or .jsonl (also .tsv, .parquet): group, "
+                        "sample, n-gram counts, fraction, longest run, coverage, the first "
+                        "matching corpus row (global, shard file, row in it) and its text, "
+                        "a label per rule")
+    k.set_defaults(func=cmd_contamination)
     return p
 
 
@@ -1033,6 +1110,82 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
         con.out(f"  report (every removed unit with its text) -> {args.report}")
     con.out("  " + con.timing_line(nt))
     return 0
+
+def cmd_contamination(args: argparse.Namespace, con: Console) -> int:
+    from ._threads import effective_n_threads
+    from .contamination import RULES, contamination, resolve_ngrams
+    from .pipeline.output import Outputs
+    from .pipeline.tables import infer_format, read_table, write_table
+    from .stream_readers import STREAM_FORMATS, shard_paths
+
+    nt = effective_n_threads(args.threads, "--threads")
+    rules = None if args.rule is None else [r for group in args.rule for r in group]
+    ns, rules = resolve_ngrams(args.ngram, rules)
+    if args.corpus_format is not None and args.corpus_format not in STREAM_FORMATS:
+        raise UsageError(f"--corpus-format must be one of {', '.join(STREAM_FORMATS)}, "
+                         f"got {args.corpus_format!r}")
+    if not os.path.isfile(args.eval_):
+        raise FileNotFoundError(f"{args.eval_}: no such file (--eval)")
+    if not os.path.exists(args.corpus):
+        raise FileNotFoundError(f"{args.corpus}: no such file or folder (--corpus)")
+    try:
+        shards = shard_paths(args.corpus, args.corpus_format)
+    except ValueError as e:
+        raise UsageError(str(e).replace("pass fmt=", "give --corpus-format")) from None
+    outs = Outputs([args.eval_, args.corpus, *shards], overwrite=args.overwrite,
+                   make_parents=args.parents)
+    if args.out:
+        infer_format(args.out, None, sniff=False)
+        outs.file(args.out)
+    outs.check()
+    con.log(f"read: {args.eval_}")
+    table = read_table(args.eval_, args.format, progress=con.byte_progress)
+    for col in [args.field] + ([args.by] if args.by else []):
+        if col not in table:
+            raise UsageError(f"{args.eval_}: no column {col!r} (has {', '.join(table)})"
+                             + ("" if col != args.field else "; choose one with --field"))
+    texts = table[args.field]
+    for i, t in enumerate(texts):
+        if not isinstance(t, str):
+            raise UsageError(f"{args.eval_}: row {i + 1} has no text in column {args.field!r} "
+                             f"(got {type(t).__name__})")
+    groups = None
+    if args.by:
+        groups = ["" if v is None else str(v) for v in table[args.by]]
+    con.log(f"scan: {args.corpus} ({len(shards):,} shard file{'s' if len(shards) > 1 else ''}), "
+            f"{len(texts):,} eval samples, n = {', '.join(map(str, ns))}")
+    res = contamination(texts, args.corpus, ngram=ns, rules=rules, groups=groups,
+                        field=args.field, fmt=args.corpus_format, tokenizer=args.tokenizer,
+                        seed=args.seed, chunk_rows=args.chunk_rows, n_threads=nt,
+                        progress=con.byte_progress)
+    con.end_step()
+    with outs:
+        if args.out:
+            con.log(f"write: {args.out}")
+            write_table(outs.stage(args.out), res.to_table(args.by or "group"))
+    con.out(f"{args.eval_} against {args.corpus}: {len(res):,} eval samples, "
+            f"{res.n_rows:,} corpus rows, {format_bytes(res.nbytes)} "
+            f"({format_bytes(res.nbytes / max(res.seconds, 1e-9))}/s), n = "
+            + ", ".join(map(str, ns)))
+    empty = int((res.n_tokens == 0).sum())
+    if empty:
+        con.out(f"  {empty:,} eval sample(s) without a token: no n-gram, never contaminated")
+    for r in rules:
+        con.out(f"  rule {r}: {RULES[r].definition}")
+    if args.by:
+        con.out(f"  by {args.by} (dirty = contaminated under the rule):")
+    for row in res.summary():
+        parts = [f"{row['samples']:,} samples"]
+        parts += [f"{r} {row[f'{r}_dirty']:,} dirty ({row[f'{r}_pct']:.2f}%)" for r in rules]
+        parts += [f"{row[f'found_{n}']:,} with a found {n}-gram" for n in ns
+                  if n not in {RULES[r].n for r in rules}]
+        name = row["group"] if args.by else "eval"
+        con.out(("    " if args.by else "  ") + f"{name}: " + ", ".join(parts))
+    con.out("  " + con.timing_line(nt))
+    if args.out:
+        con.out(f"  per-sample report written to {args.out}")
+    return 0
+
 
 # --------------------------------------------------------------------- main
 def main(argv: Sequence[str] | None = None) -> int:
