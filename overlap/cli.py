@@ -1164,8 +1164,7 @@ def cmd_contamination(args: argparse.Namespace, con: Console) -> int:
             con.log(f"write: {args.out}")
             write_table(outs.stage(args.out), res.to_table(args.by or "group"))
     con.out(f"{args.eval_} against {args.corpus}: {len(res):,} eval samples, "
-            f"{res.n_rows:,} corpus rows, {format_bytes(res.nbytes)} "
-            f"({format_bytes(res.nbytes / max(res.seconds, 1e-9))}/s), n = "
+            f"{res.n_rows:,} corpus rows ({format_bytes(res.nbytes)}), n = "
             + ", ".join(map(str, ns)))
     empty = int((res.n_tokens == 0).sum())
     if empty:

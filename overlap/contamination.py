@@ -34,7 +34,8 @@ Memory and time
 The eval side is held once: its token stream, a table of its distinct
 n-grams (about 48 bytes each, every requested ``n`` together), and per
 thread one int64 per distinct n-gram.  The corpus is read one chunk at a
-time (``chunk_rows`` rows), tokenized, and every position of every row is
+time (``chunk_rows`` rows; a reading thread parses the next chunk meanwhile,
+so two chunks are held at most), tokenized, and every position of every row is
 looked up for every n-gram length in the table (the requested ``n`` and the
 lengths of shorter samples) in one pass, on ``n_threads`` OpenMP threads.
 The result does not depend on the thread count, the chunk size or how the
@@ -43,10 +44,13 @@ corpus is cut into shards: each n-gram keeps the lowest corpus row found.
 
 from __future__ import annotations
 
+import contextvars
 import numbers
 import os
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -628,6 +632,61 @@ def _check_groups(groups: Any, n: int) -> list | None:
     return out
 
 
+class _Failed:
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
+
+
+def prefetched(chunks: Iterator, depth: int = 1) -> Iterator:
+    """The items of ``chunks``, produced by a reading thread up to ``depth`` ahead.
+
+    The reader (Python, holding the GIL) parses the next chunk while the
+    kernels (GIL released) work on this one.  The thread runs in a copy of the
+    caller's context (``line_limit`` holds there), an error it meets is raised
+    here, in order, and leaving early (an error, Ctrl-C) stops and joins it,
+    then closes ``chunks``.
+    """
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+    done = object()
+
+    def put(item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for item in chunks:
+                if not put(item):
+                    return
+            put(done)
+        except BaseException as e:  # handed to the consumer, raised there
+            put(_Failed(e))
+
+    ctx = contextvars.copy_context()
+    thread = threading.Thread(target=ctx.run, args=(work,), name="overlap-reader", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = q.get()
+            if item is done:
+                return
+            if isinstance(item, _Failed):
+                raise item.exc
+            yield item
+    finally:
+        stop.set()
+        thread.join()
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
 def _is_path(x: Any) -> bool:
     return isinstance(x, (str, os.PathLike))
 
@@ -697,7 +756,9 @@ def contamination(
         total = source_size(corpus, fmt)
         bar = make_progress(progress, total, "contamination", "B")
         try:
-            for chunk in read_chunks(corpus, [field], fmt=fmt, chunk_rows=chunk_rows):
+            # the next chunk is read while this one is tokenized and probed
+            for chunk in prefetched(read_chunks(corpus, [field], fmt=fmt,
+                                                chunk_rows=chunk_rows)):
                 scanner.add_chunk(chunk, field)
                 bar.update(chunk.nbytes)
         finally:

@@ -284,3 +284,62 @@ def test_inputs_not_modified():
 def test_rules_document_their_source():
     assert {r.n for r in RULES.values()} == {8, 11, 13}
     assert all(r.source and r.definition for r in RULES.values())
+
+
+# ------------------------------------------------------------------- dask
+def test_dask_equals_local(rng, tmp_path):
+    distributed = pytest.importorskip(
+        "distributed", reason="overlap.dask needs the dask extra: pip install "
+                              "'overlap-metrics[dask]'")
+    from overlap import dask as odask
+
+    ev, corpus = planted(rng)
+    cuts = [0, 7, 8, 30, 60]
+    for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
+        with open(tmp_path / f"s{k}.jsonl", "w", encoding="utf-8") as f:
+            for t in corpus[a:b]:
+                f.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+    groups = [i % 3 for i in range(len(ev))]
+    kw = dict(ngram=(2, 13), rules=["any", "palm", "llama2"], tokenizer="intl", chunk_rows=5)
+    local = contamination(ev, str(tmp_path), groups=groups, **kw)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as client:
+            remote = odask.contamination(ev, str(tmp_path), client=client, groups=groups,
+                                         n_threads=2, **kw)
+    for n in (2, 8, 11, 13):
+        for key in ("n_ngrams", "n_found", "covered", "longest_run", "first_row"):
+            np.testing.assert_array_equal(getattr(remote.stats[n], key),
+                                          getattr(local.stats[n], key))
+    assert remote.match == local.match
+    assert {r: v.tolist() for r, v in remote.labels.items()} == \
+        {r: v.tolist() for r, v in local.labels.items()}
+    assert remote.shards == local.shards and remote.n_rows == local.n_rows
+    assert remote.summary() == local.summary()
+    assert_matches_reference(remote, ev, corpus, [2, 13], "intl")
+
+
+def test_reading_errors_surface_from_the_reading_thread(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "a b c"}\n' * 5)
+    (tmp_path / "b.jsonl").write_text('{"text": "a b"}\n{"text": oops}\n')
+    with pytest.raises(ValueError, match=r"b\.jsonl.*2"):
+        contamination(["a b c"], str(tmp_path), ngram=2, chunk_rows=1)
+    # an error of the consumer stops the reader too (and nothing hangs)
+    with pytest.raises(ValueError, match="chunk_rows"):
+        contamination(["a b c"], str(tmp_path), ngram=2, chunk_rows=-1)
+
+
+def test_prefetched_keeps_order_and_closes():
+    closed = []
+
+    def gen():
+        try:
+            yield from range(100)
+        finally:
+            closed.append(True)
+
+    assert list(cmod.prefetched(gen())) == list(range(100))
+    it = cmod.prefetched(gen())
+    assert [next(it) for _ in range(3)] == [0, 1, 2]
+    it.close()
+    assert closed == [True, True]
