@@ -227,14 +227,15 @@ def utf8_buffers(items: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
 
 
 def token_streams(texts: Any, tokenizer: Tokenizer, seed: int, n_threads: int,
-                  name: str = "texts") -> tuple[np.ndarray, np.ndarray]:
+                  name: str = "texts", checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``(indptr, hashes)``: every text's token hashes in text order.
 
     The hashes of :meth:`overlap.TokenSets.from_texts` with the same tokenizer
     and seed (before n-grams, sorting and de-duplication).  ``texts``: a
-    sequence of str or an Arrow string column.
+    sequence of str or an Arrow string column; ``checked``: a list that
+    ``check_texts`` returned (not checked again).
     """
-    col = _texts.arrow_column(texts, name)
+    col = None if checked else _texts.arrow_column(texts, name)
     if col is not None and isinstance(tokenizer, str):
         parts = []
         for base, offsets, data in _texts.pieces(col, TEXT_CHUNK):
@@ -242,7 +243,8 @@ def token_streams(texts: Any, tokenizer: Tokenizer, seed: int, n_threads: int,
                                            False, n_threads, name, base, True)
             parts.append((ip, h))
         return _concat(parts)
-    items = check_texts(col.to_pylist() if col is not None else texts, name)
+    items = texts if checked else check_texts(col.to_pylist() if col is not None else texts,
+                                              name)
     if isinstance(tokenizer, str):
         buffers = utf8_buffers(items)
         if buffers is not None:  # the bytes path: several times faster than the str scan
@@ -526,13 +528,14 @@ class ContaminationScanner:
         """Distinct eval n-grams in the table (every n together)."""
         return int(self.table.n_unique)
 
-    def add(self, texts: Any, *, path: str = "<memory>", shard_row: int | None = None,
-            nbytes: int = 0) -> None:
+    def add(self, texts: Any, *, path: str = "<memory>", nbytes: int = 0,
+            checked: bool = False) -> None:
         """Probe the next corpus rows (a sequence of str or an Arrow string column);
-        they are numbered from the rows added so far."""
+        they are numbered from the rows added so far.  ``checked``: ``texts`` is
+        a list that ``check_texts`` returned."""
         first = self.n_rows
         indptr, tokens = token_streams(texts, self.tokenizer, self.seed, self.n_threads,
-                                       "corpus")
+                                       "corpus", checked)
         m = indptr.shape[0] - 1
         if not self.shards or self.shards[-1][0] != path:
             self.shards.append([path, first, 0])
@@ -564,7 +567,12 @@ class ContaminationScanner:
         if chunk.first_row != self.n_rows:
             raise ValueError(f"chunk of {chunk.path} starts at row {chunk.first_row}, "
                              f"expected {self.n_rows}")
-        self.add(chunk.columns[field_name], path=chunk.path, nbytes=chunk.nbytes)
+        col = chunk.columns[field_name]
+        if not all(type(v) is str for v in col):
+            i = next(i for i, v in enumerate(col) if not isinstance(v, str))
+            raise ValueError(f"{chunk.path}: row {chunk.shard_row + i + 1} of the shard has no "
+                             f"text in field {field_name!r} (got {type_name(col[i])})")
+        self.add(col, path=chunk.path, nbytes=chunk.nbytes)
 
     def state(self) -> ScanState:
         """What was found so far (rows numbered from this scanner's first row)."""
@@ -779,7 +787,7 @@ def contamination(
             bar = make_progress(progress, len(items), "contamination", "row")
             try:
                 for a in range(0, len(items), chunk_rows):
-                    scanner.add(items[a:a + chunk_rows])
+                    scanner.add(items[a:a + chunk_rows], checked=True)
                     bar.update(len(items[a:a + chunk_rows]))
             finally:
                 bar.close()

@@ -8,11 +8,13 @@ token hashes in order).  A corpus row computes prefix sums of that polynomial
 once, so the key of every length at every position costs O(1).
 
 The table holds every distinct eval n-gram once (its *uid*): open addressing
-with linear probing on the key, the n-gram itself kept as a reference into the
-eval token stream.  A probe hit counts only when the corpus tokens equal the
+with linear probing on the key (a slot is the key and the uid side by side: one
+cache line per probe), the n-gram itself kept as a reference into the eval
+token stream.  A probe hit counts only when the corpus tokens equal the
 eval n-gram's tokens, hash for hash: two n-grams whose keys collide are never
-confused.  A bit array indexed by the key's top bits (16 bits an n-gram at
-least) rejects most corpus n-grams before the table is touched.
+confused.  A bit array indexed by the key's top bits (32 bits an n-gram at
+least, so at most 1 in 32 misses gets past it) rejects most corpus n-grams
+before the table is touched.
 
 Kernels only: the Python layer (``overlap.contamination``) validates.
 """
@@ -76,8 +78,7 @@ cdef class NgramTable:
 
     cdef readonly object tokens
     cdef const uint64_t[::1] tok
-    cdef uint64_t[::1] slot_key
-    cdef int64_t[::1] slot_uid
+    cdef uint64_t[::1] slots          # (key, uid + 1) pairs; uid + 1 == 0: empty
     cdef uint64_t[::1] bits
     cdef int bits_shift
     cdef uint64_t mask
@@ -100,11 +101,10 @@ cdef class NgramTable:
         self.tok = self.tokens
         while size < 2 * capacity:
             size <<= 1
-        while nbits < 16 * capacity:
+        while nbits < 32 * capacity:
             nbits <<= 1
         self.mask = <uint64_t>(size - 1)
-        self.slot_key = np.zeros(size, dtype=np.uint64)
-        self.slot_uid = np.full(size, -1, dtype=np.int64)
+        self.slots = np.zeros(2 * size, dtype=np.uint64)
         self.bits = np.zeros(nbits // 64, dtype=np.uint64)
         self.bits_shift = 64
         while nbits > 1:
@@ -130,10 +130,10 @@ cdef class NgramTable:
         cdef uint64_t idx = key & self.mask
         cdef int64_t u
         while True:
-            u = self.slot_uid[idx]
+            u = <int64_t>self.slots[2 * idx + 1] - 1
             if u < 0:
                 return -1
-            if (self.slot_key[idx] == key and self.uid_len[u] == length
+            if (self.slots[2 * idx] == key and self.uid_len[u] == length
                     and memcmp(&self.tok[self.uid_start[u]], t,
                                <size_t>length * sizeof(uint64_t)) == 0):
                 return u
@@ -181,10 +181,10 @@ cdef class NgramTable:
                     self.uid_len[u] = length
                     self.has_len[length] = 1
                     idx = key & self.mask
-                    while self.slot_uid[idx] >= 0:
+                    while self.slots[2 * idx + 1] != 0:
                         idx = (idx + 1) & self.mask
-                    self.slot_uid[idx] = u
-                    self.slot_key[idx] = key
+                    self.slots[2 * idx + 1] = <uint64_t>(u + 1)
+                    self.slots[2 * idx] = key
                     bit = key >> self.bits_shift
                     self.bits[bit >> 6] |= (<uint64_t>1) << (bit & 63)
                 ov[o] = u
@@ -246,7 +246,15 @@ cdef class NgramTable:
     cdef void probe_row(self, const uint64_t* t, int64_t m, int64_t row, uint64_t* pre,
                         const int64_t* lens, int64_t nl, int64_t* first) noexcept nogil:
         cdef int64_t i, li, length, u
-        cdef uint64_t key
+        cdef uint64_t key, b, idx
+        cdef const uint64_t* bits = &self.bits[0]
+        cdef const uint64_t* slots = &self.slots[0]
+        cdef const uint64_t* powers = &self.powers[0]
+        cdef const uint64_t* tok = &self.tok[0]
+        cdef const int64_t* ustart = &self.uid_start[0]
+        cdef const int64_t* ulen = &self.uid_len[0]
+        cdef uint64_t mask = self.mask, key_mask = self.key_mask
+        cdef int shift = self.bits_shift
         pre[0] = 0
         for i in range(m):
             pre[i + 1] = pre[i] * BASE + t[i]
@@ -255,10 +263,19 @@ cdef class NgramTable:
                 length = lens[li]
                 if i + length > m:
                     break
-                key = key_of(pre[i + length] - pre[i] * self.powers[length], length,
-                             self.key_mask)
-                if not self.bit_set(key):
+                key = key_of(pre[i + length] - pre[i] * powers[length], length, key_mask)
+                b = key >> shift
+                if not ((bits[b >> 6] >> (b & 63)) & 1):
                     continue
-                u = self.find(key, t + i, length)
-                if u >= 0 and row < first[u]:
-                    first[u] = row
+                idx = key & mask
+                while True:
+                    u = <int64_t>slots[2 * idx + 1] - 1
+                    if u < 0:
+                        break
+                    if (slots[2 * idx] == key and ulen[u] == length
+                            and memcmp(tok + ustart[u], t + i,
+                                       <size_t>length * sizeof(uint64_t)) == 0):
+                        if row < first[u]:
+                            first[u] = row
+                        break
+                    idx = (idx + 1) & mask

@@ -343,3 +343,15 @@ def test_prefetched_keeps_order_and_closes():
     assert [next(it) for _ in range(3)] == [0, 1, 2]
     it.close()
     assert closed == [True, True]
+
+
+def test_a_corpus_row_without_text_is_named(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "a b"}\n{"text": "c"}\n{"text": null}\n')
+    with pytest.raises(ValueError, match=r"a\.jsonl:3: field 'text'"):
+        contamination(["a b"], str(tmp_path / "a.jsonl"), ngram=2, chunk_rows=2)
+    # chunks handed in by a caller are checked too
+    from overlap.stream_readers import Chunk
+
+    bad = [Chunk({"text": ["a b", 5]}, 0, "mine", 0, 0)]
+    with pytest.raises(ValueError, match="mine: row 2 of the shard has no text"):
+        contamination(["a b"], iter(bad), ngram=2)
