@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS = {
     "openmp_enabled": "._openmp",
     "effective_n_threads": "._threads",
+    "contamination": ".contamination",
     "DedupResult": ".dedup",
     "dedup": ".dedup",
     "exact_duplicates": ".dedup",
@@ -54,6 +55,7 @@ sys.modules[__name__].__class__ = _Package
 if TYPE_CHECKING:  # what a type checker and an IDE see
     from ._openmp import openmp_enabled
     from ._threads import effective_n_threads
+    from .contamination import contamination
     from .dedup import DedupResult, dedup, exact_duplicates
     from .search import (
         JoinResult,
@@ -78,6 +80,7 @@ __all__ = [
     "overlap_join",
     "dedup",
     "exact_duplicates",
+    "contamination",
     "openmp_enabled",
     "effective_n_threads",
 ]

@@ -58,7 +58,7 @@ import numpy as np
 
 from . import _texts, _tokenize
 from ._kernels._ngram_table import NOT_FOUND, NgramTable
-from ._progress import ProgressArg, make_progress
+from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads
 from ._validation import check_int, check_seed, check_texts, exact_str, type_name
 from .stream_readers import Chunk, read_chunks, source_size
@@ -377,9 +377,9 @@ class ContaminationResult:
         n = len(self)
         parts: list[tuple[str, np.ndarray]] = []
         if self.groups is not None:
-            keys = list(dict.fromkeys(self.groups))
-            g = np.array([str(x) for x in self.groups], dtype=object)
-            parts = [(str(k), g == str(k)) for k in keys]
+            names = [str(x) for x in self.groups]
+            g = np.array(names, dtype=object)
+            parts = [(k, g == k) for k in dict.fromkeys(names)]
         parts.append(("overall", np.ones(n, dtype=bool)))
         rows = []
         for name, mask in parts:
@@ -631,10 +631,14 @@ def _text_at(texts: Any, i: int) -> str:
 def _check_groups(groups: Any, n: int) -> list | None:
     if groups is None:
         return None
-    if isinstance(groups, (str, bytes)) or not isinstance(groups, (Sequence, np.ndarray)) \
-            and not hasattr(groups, "__len__"):
+    if isinstance(groups, (str, bytes, dict)) or (
+            isinstance(groups, np.ndarray) and groups.ndim != 1):
         raise TypeError(f"groups must be a sequence of labels, got {type_name(groups)}")
-    out = list(groups)
+    try:
+        out = list(groups)
+    except TypeError:
+        raise TypeError(f"groups must be a sequence of labels, got {type_name(groups)}") \
+            from None
     if len(out) != n:
         raise ValueError(f"groups has {len(out)} labels for {n} eval samples")
     return out
@@ -760,8 +764,15 @@ def contamination(
     scanner = ContaminationScanner(eval_texts, ngram=ngram, rules=rules, tokenizer=tokenizer,
                                    seed=seed, keep_text=keep_text, n_threads=n_threads)
     grp = _check_groups(groups, scanner.indptr.shape[0] - 1)
+    check_progress(progress)
     if _is_path(corpus):
-        total = source_size(corpus, fmt)
+        try:
+            total = source_size(corpus, fmt)
+        except (TypeError, ValueError) as e:  # say it in this function's words
+            msg = str(e)
+            if msg.startswith("source: "):
+                msg = msg[len("source: "):]
+            raise type(e)(f"corpus: {msg}" if "fmt" not in msg else msg) from None
         bar = make_progress(progress, total, "contamination", "B")
         try:
             # the next chunk is read while this one is tokenized and probed

@@ -145,6 +145,10 @@ def _targets() -> dict:
         "OverlapIndex.join": (index.join, dict(
             queries=a, threshold=0.5, n_threads=1, progress=False)),
         "effective_n_threads": (overlap.effective_n_threads, dict(n_threads=1)),
+        "contamination": (overlap.contamination, dict(
+            eval_texts=["a b c", ""], corpus=["x a b c", "b"], ngram=2, rules="any",
+            groups=None, field="text", fmt=None, tokenizer="wordpunct", seed=0, chunk_rows=1,
+            keep_text=True, n_threads=1, progress=False)),
         "metrics.pearson": (metrics.pearson, dict(
             x=x, y=y, alternative="two-sided", nan_policy="propagate", n_threads=1)),
         "metrics.spearman": (metrics.spearman, dict(
@@ -174,7 +178,7 @@ TARGET_NAMES = [
     "TokenSets.from_texts", "TokenSets.from_ids", "TokenSets.from_csr", "TokenSets.concat",
     "TokenSets.take", "TokenSets.row", "ratio", "max_overlap", "overlap_join", "dedup",
     "exact_duplicates", "OverlapIndex", "OverlapIndex.max_overlap", "OverlapIndex.join",
-    "effective_n_threads", "metrics.pearson", "metrics.spearman", "metrics.kendall",
+    "effective_n_threads", "contamination", "metrics.pearson", "metrics.spearman", "metrics.kendall",
     "metrics.grouped", "metrics.bootstrap_ci", "PearsonResult.confidence_interval",
     "metrics.krippendorff_alpha", "metrics.split_half", "metrics.trimmed_mean",
     "metrics.relation_f1", "metrics.upper_bound",

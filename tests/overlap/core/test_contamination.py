@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import overlap
 from overlap import TokenSets, _tokenize
-from overlap import contamination as cmod
 from overlap._kernels._ngram_table import NOT_FOUND, NgramTable, ngram_keys
 from overlap.contamination import RULES, contamination, token_streams
 
 from reference import contamination as ref
 from reference import overlap as oref
+
+# the module (the package's attribute of that name is the function)
+cmod = sys.modules["overlap.contamination"]
 
 WORDS = ["a", "b", "c", "dd", "Ee", "f,", "...", "é", "猫", "狗", "x-y"]
 
@@ -279,6 +283,10 @@ def test_inputs_not_modified():
     co = ["a b c"]
     contamination(ev, co, ngram=2)
     assert ev == ["a b c", "d"] and co == ["a b c"]
+
+
+def test_the_package_exports_the_function():
+    assert overlap.contamination is contamination and "contamination" in overlap.__all__
 
 
 def test_rules_document_their_source():
