@@ -307,6 +307,7 @@ def test_dask_equals_local(rng, tmp_path):
         with open(tmp_path / f"s{k}.jsonl", "w", encoding="utf-8") as f:
             for t in corpus[a:b]:
                 f.write(json.dumps({"text": t}, ensure_ascii=False) + "\n")
+    (tmp_path / "s2b-empty.jsonl").write_text("")  # an empty shard among them
     groups = [i % 3 for i in range(len(ev))]
     kw = dict(ngram=(2, 13), rules=["any", "palm", "llama2"], tokenizer="intl", chunk_rows=5)
     local = contamination(ev, str(tmp_path), groups=groups, **kw)
