@@ -61,7 +61,8 @@ def pytest_report_header(config):
 
 #: environment variables that change what a run measures, kept with its command
 RUN_ENV = ("OVERLAP_BENCH_GENERATED", "OVERLAP_BENCH_SCALE", "OVERLAP_BENCH_SCALE_1THREAD",
-           "OVERLAP_BENCH_SCALE_QUERIES", "OVERLAP_BENCH_SLOW", "OMP_NUM_THREADS")
+           "OVERLAP_BENCH_SCALE_QUERIES", "OVERLAP_BENCH_SLOW", "OMP_NUM_THREADS",
+           "OVERLAP_BENCH_CONTAMINATION_ROWS")
 
 
 def _command(config) -> str:
