@@ -371,7 +371,8 @@ class ContaminationResult:
         return self.labels[rule] == "dirty"
 
     def summary(self) -> list[dict]:
-        """Per group (in first-seen order) and ``"overall"``: samples, for every n
+        """Per group (in first-seen order, labels as str) and ``"overall"`` (in
+        parentheses if a group has that name): samples, for every n
         the samples with a found n-gram (``found_N``), and for every rule the
         contaminated (``dirty``) count and percentage (``RULE_dirty``, ``RULE_pct``)."""
         n = len(self)
@@ -380,7 +381,11 @@ class ContaminationResult:
             names = [str(x) for x in self.groups]
             g = np.array(names, dtype=object)
             parts = [(k, g == k) for k in dict.fromkeys(names)]
-        parts.append(("overall", np.ones(n, dtype=bool)))
+        # the overall row's name never collides with a group's
+        overall = "overall"
+        while any(k == overall for k, _ in parts):
+            overall = f"({overall})"
+        parts.append((overall, np.ones(n, dtype=bool)))
         rows = []
         for name, mask in parts:
             m = int(mask.sum())

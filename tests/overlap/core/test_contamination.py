@@ -183,6 +183,12 @@ def test_groups_summary():
         (2, 2, 100.0), (2, 1, 50.0), (4, 3, 75.0)]
 
 
+def test_a_group_named_overall():
+    res = contamination(["a b", "c d"], ["a b"], ngram=2, groups=["overall", 1])
+    assert [r["group"] for r in res.summary()] == ["overall", "1", "(overall)"]
+    assert [r["found_2"] for r in res.summary()] == [1, 0, 1]
+
+
 # ----------------------------------------------------------- collisions
 @pytest.mark.parametrize("mask", [0, 1, 3, 0xFF])
 def test_colliding_keys_never_count(rng, monkeypatch, mask):
