@@ -1135,7 +1135,11 @@ def cmd_contamination(args: argparse.Namespace, con: Console) -> int:
     outs = Outputs([args.eval_, args.corpus, *shards], overwrite=args.overwrite,
                    make_parents=args.parents)
     if args.out:
-        infer_format(args.out, None, sniff=False)
+        if args.out == "-":
+            raise UsageError("--out -: the report is written to a file (.csv, .jsonl, .tsv "
+                             "or .parquet), not to stdout")
+        if infer_format(args.out, None, sniff=False) not in ("csv", "tsv", "jsonl", "parquet"):
+            raise UsageError(f"--out {args.out}: give a .csv, .jsonl, .tsv or .parquet file")
         outs.file(args.out)
     outs.check()
     con.log(f"read: {args.eval_}")

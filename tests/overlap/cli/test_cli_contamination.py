@@ -135,6 +135,8 @@ def test_jsonl_report_and_default_rule(data, tmp_path):
     (["--by", "country"], "no column 'country'"),
     (["--field", "body"], "no column 'body'"),
     (["--corpus-format", "xml"], "--corpus-format must be one of"),
+    (["--out", "-"], "not to stdout"),
+    (["--out", "report.txt"], "give a .csv, .jsonl, .tsv or .parquet file"),
 ])
 def test_errors(data, tmp_path, args, msg):
     r = run("contamination", "--eval", str(data / "eval.csv"), "--corpus", str(data / "shards"),
