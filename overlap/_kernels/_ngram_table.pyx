@@ -22,7 +22,7 @@ Kernels only: the Python layer (``overlap.contamination``) validates.
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel
-from libc.stdlib cimport malloc, free
+from libc.stdlib cimport malloc, calloc, realloc, free
 from libc.stdint cimport uint64_t, int64_t, int32_t, uint8_t, INT64_MAX
 from libc.string cimport memcmp
 
@@ -36,6 +36,15 @@ cdef uint64_t LEN_MIX = <uint64_t>0xc2b2ae3d27d4eb4fULL
 
 #: "not found" in the first-row arrays
 NOT_FOUND = INT64_MAX
+
+
+cdef struct Hits:
+    # one thread's first hit of every n-gram it met in one probe call
+    int64_t* data      # (uid, row) pairs
+    int64_t n
+    int64_t cap
+    uint8_t* seen      # a bit per uid: recorded already
+    bint failed        # out of memory
 
 
 cdef inline uint64_t key_of(uint64_t poly, int64_t length, uint64_t key_mask) noexcept nogil:
@@ -205,9 +214,16 @@ cdef class NgramTable:
         uid, :data:`NOT_FOUND` where none) only ever decreases, so the result
         is the same for every thread count and every cut of the corpus into
         calls.
+
+        Each thread takes one contiguous block of rows (static schedule), so
+        it meets its rows in increasing order and its first hit of an n-gram
+        is its lowest row: it records ``(uid, row)`` once per n-gram (a bit
+        per uid says which it has), and skips n-grams found in earlier calls
+        (their rows are lower).  The records are merged by minimum.  Memory:
+        a bit per uid and thread, and the records.
         """
         cdef Py_ssize_t rows = indptr.shape[0] - 1, r
-        cdef int64_t widest = 0, nu = self.n_unique, u, k
+        cdef int64_t widest = 0, nu = self.n_unique, k, t, u, row
         if rows < 0 or indptr[0] < 0 or indptr[rows] > tokens.shape[0]:
             raise ValueError("NgramTable.probe: indptr does not describe the tokens")
         for r in range(rows):
@@ -224,27 +240,47 @@ cdef class NgramTable:
         lens = self.lengths()
         cdef const int64_t[::1] lv = lens
         cdef int64_t nl = lens.shape[0]
-        local = np.full((n_threads, nu), NOT_FOUND, dtype=np.int64)
-        cdef int64_t[:, ::1] loc = local
+        cdef Hits* hits = <Hits*>calloc(n_threads, sizeof(Hits))
+        if hits == NULL:
+            raise MemoryError("NgramTable.probe: no memory for the thread records")
         cdef uint64_t* pre
         cdef int tid
-        with nogil, parallel(num_threads=n_threads):
-            tid = omp_get_thread_num()
-            pre = <uint64_t*>malloc(<size_t>(widest + 1) * sizeof(uint64_t))
-            if pre != NULL:
-                for r in prange(rows, schedule="dynamic", chunksize=64):
-                    self.probe_row(&tokens[0] + indptr[r], indptr[r + 1] - indptr[r],
-                                   first_row + r, pre, &lv[0], nl, &loc[tid, 0])
-            else:
-                loc[tid, 0] = -1  # out of memory: reported below
-            free(pre)
-        if (local[:, 0] == -1).any():
-            raise MemoryError("NgramTable.probe: no scratch for a row of "
-                              f"{widest} tokens")
-        np.minimum(found_at, local.min(axis=0), out=np.asarray(found_at))
+        cdef bint failed = False
+        cdef const int64_t* found = &found_at[0]
+        try:
+            with nogil, parallel(num_threads=n_threads):
+                tid = omp_get_thread_num()
+                pre = <uint64_t*>malloc(<size_t>(widest + 1) * sizeof(uint64_t))
+                hits[tid].seen = <uint8_t*>calloc(<size_t>(nu + 7) // 8, 1)
+                hits[tid].cap = 256
+                hits[tid].data = <int64_t*>malloc(2 * 256 * sizeof(int64_t))
+                if pre == NULL or hits[tid].seen == NULL or hits[tid].data == NULL:
+                    hits[tid].failed = True
+                else:
+                    for r in prange(rows, schedule="static"):
+                        self.probe_row(&tokens[0] + indptr[r], indptr[r + 1] - indptr[r],
+                                       first_row + r, pre, &lv[0], nl, found, &hits[tid])
+                free(pre)
+            for t in range(n_threads):
+                failed = failed or hits[t].failed
+            if failed:
+                raise MemoryError(f"NgramTable.probe: no memory for a row of {widest} tokens "
+                                  "or for the thread records")
+            for t in range(n_threads):
+                for k in range(hits[t].n):
+                    u = hits[t].data[2 * k]
+                    row = hits[t].data[2 * k + 1]
+                    if row < found_at[u]:
+                        found_at[u] = row
+        finally:
+            for t in range(n_threads):
+                free(hits[t].seen)
+                free(hits[t].data)
+            free(hits)
 
     cdef void probe_row(self, const uint64_t* t, int64_t m, int64_t row, uint64_t* pre,
-                        const int64_t* lens, int64_t nl, int64_t* first) noexcept nogil:
+                        const int64_t* lens, int64_t nl, const int64_t* found,
+                        Hits* hits) noexcept nogil:
         cdef int64_t i, li, length, u
         cdef uint64_t key, b, idx
         cdef const uint64_t* bits = &self.bits[0]
@@ -275,7 +311,25 @@ cdef class NgramTable:
                     if (slots[2 * idx] == key and ulen[u] == length
                             and memcmp(tok + ustart[u], t + i,
                                        <size_t>length * sizeof(uint64_t)) == 0):
-                        if row < first[u]:
-                            first[u] = row
+                        if found[u] == INT64_MAX and not (hits.seen[u >> 3] >> (u & 7)) & 1:
+                            hits.seen[u >> 3] |= <uint8_t>(1 << (u & 7))
+                            record(hits, u, row)
                         break
                     idx = (idx + 1) & mask
+
+
+cdef inline void record(Hits* hits, int64_t u, int64_t row) noexcept nogil:
+    """Append ``(u, row)`` to a thread's records (growing them); on failure mark it."""
+    cdef int64_t* grown
+    if hits.failed:
+        return
+    if hits.n == hits.cap:
+        grown = <int64_t*>realloc(hits.data, <size_t>(2 * hits.cap) * 2 * sizeof(int64_t))
+        if grown == NULL:
+            hits.failed = True
+            return
+        hits.data = grown
+        hits.cap *= 2
+    hits.data[2 * hits.n] = u
+    hits.data[2 * hits.n + 1] = row
+    hits.n += 1
