@@ -32,8 +32,9 @@ chance is about ``m**2 / 2**65``: below 1e-8 for 10 million distinct tokens).
 Memory and time
 ---------------
 The eval side is held once: its token stream, a table of its distinct
-n-grams (about 48 bytes each, every requested ``n`` together), and per
-thread one int64 per distinct n-gram.  The corpus is read one chunk at a
+n-grams (50 to 90 bytes per eval n-gram, every requested ``n`` together),
+their first corpus rows (8 bytes each), each sample's first row and text, and while a chunk is probed, per thread a bit per
+distinct n-gram and 16 bytes for each n-gram it finds first.  The corpus is read one chunk at a
 time (``chunk_rows`` rows; a reading thread parses the next chunk meanwhile,
 so two chunks are held at most), tokenized, and every position of every row is
 looked up for every n-gram length in the table (the requested ``n`` and the
