@@ -209,10 +209,8 @@ def _concat(parts: list) -> tuple[np.ndarray, np.ndarray]:
 def utf8_buffers(items: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
     """``(offsets, data)``: the UTF-8 bytes of every str laid end to end, as an
     Arrow string column holds them; None when a str does not encode (a lone
-    surrogate) or the texts are too long for one call."""
+    surrogate: the str scan takes those, as ``TokenSets.from_texts`` does)."""
     total = sum(map(len, items))
-    if total > TEXT_CHUNK * 4:
-        return None
     try:
         data = "".join(items).encode("utf-8")
     except UnicodeEncodeError:
@@ -247,20 +245,24 @@ def token_streams(texts: Any, tokenizer: Tokenizer, seed: int, n_threads: int,
     items = texts if checked else check_texts(col.to_pylist() if col is not None else texts,
                                               name)
     if isinstance(tokenizer, str):
-        buffers = utf8_buffers(items)
-        if buffers is not None:  # the bytes path: several times faster than the str scan
-            ip, h, _ = _tokenize.scan_utf8(buffers[0], buffers[1], TOKENIZERS[tokenizer], seed,
-                                           1, False, n_threads, name, 0, True)
-            return ip, h
+        mode = TOKENIZERS[tokenizer]
         parts = []
         a, n = 0, len(items)
+        # slices of about TEXT_CHUNK code points: the tokenizer's scratch is 8
+        # bytes per byte of a slice, and Ctrl-C gets through between slices
         while a < n or not parts:
             b, size = a, 0
             while b < n and (size == 0 or size + len(items[b]) <= TEXT_CHUNK):
                 size += len(items[b])
                 b += 1
-            lowered = [str.lower(t) for t in items[a:b]]
-            parts.append(_tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, n_threads))
+            buffers = utf8_buffers(items[a:b])
+            if buffers is not None:  # the bytes path: several times faster than the str scan
+                ip, h, _ = _tokenize.scan_utf8(buffers[0], buffers[1], mode, seed, 1, False,
+                                               n_threads, name, a, True)
+                parts.append((ip, h))
+            else:
+                lowered = [str.lower(t) for t in items[a:b]]
+                parts.append(_tokenize.scan_texts(lowered, mode, seed, n_threads))
             a = b
         return _concat(parts)
     tokens: list[str] = []

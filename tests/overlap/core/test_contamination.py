@@ -370,3 +370,14 @@ def test_a_corpus_row_without_text_is_named(tmp_path):
     bad = [Chunk({"text": ["a b", 5]}, 0, "mine", 0, 0)]
     with pytest.raises(ValueError, match="mine: row 2 of the shard has no text"):
         contamination(["a b"], iter(bad), ngram=2)
+
+
+def test_slices_and_lone_surrogates(monkeypatch):
+    """Texts cut into several tokenizer calls, one of them with a lone surrogate
+    (the str scan): the same streams as one call of TokenSets' tokenizer."""
+    texts = ["ab cd", "x\ud800y z", "é q", "", "w " * 5]
+    monkeypatch.setattr(cmod, "TEXT_CHUNK", 6)
+    ip, h = token_streams(texts, "wordpunct", 1, 2)
+    want_ip, want_h = _tokenize.scan_texts([t.lower() for t in texts], 0, 1, 1)
+    np.testing.assert_array_equal(ip, want_ip)
+    np.testing.assert_array_equal(h, want_h)
