@@ -26,7 +26,14 @@ from overlap.stream_readers import read_chunks, shard_paths, source_size
 from reference import overlap as ref
 
 VOCAB = [f"w{i}" for i in range(12)]
-ENGINES = ["arrow", "python"]
+try:
+    import pyarrow  # noqa: F401
+    _NO_ARROW = False
+except ImportError:
+    _NO_ARROW = True
+#: both readers; the arrow one needs pyarrow (an extra)
+ENGINES = [pytest.param("arrow", marks=pytest.mark.skipif(
+    _NO_ARROW, reason="pyarrow is not installed (the dataframe extra)")), "python"]
 
 
 def _strs(col):
@@ -258,8 +265,8 @@ EVAL = {
 @pytest.mark.parametrize("tokenizer", ["intl", "wordpunct"])
 @pytest.mark.parametrize("top_k", [1, 2])
 @pytest.mark.parametrize("chunk_rows", [1, 2, 5, 100])
-@pytest.mark.parametrize("engine, prefetch", [("arrow", True), ("python", True),
-                                              ("arrow", False), ("python", False)])
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("prefetch", [True, False])
 def test_scan_stream_equals_in_memory_scan(tmp_path, tokenizer, top_k, chunk_rows, engine,
                                            prefetch):
     _write(str(tmp_path / "a.jsonl"), "jsonl", CORPUS[:5])
