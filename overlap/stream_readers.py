@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ._lines import check_path_name, text_file_kind
 from ._batches import PYTHON_BATCH, read_batches
@@ -143,27 +143,20 @@ def source_size(source, fmt: str | None = None) -> int:
 def _chunks(path: str, fmt: str, fields: list[str], chunk_rows: int, first_row: int,
             turns: int, max_line_bytes: int | None, engine: str | None) -> Iterator[Chunk]:
     """The chunks of one shard: its batches (the reading layer's) cut into runs of
-    ``chunk_rows``; a batch's bytes are shared among its chunks pro rata of rows,
-    and bytes read after the last row (blank lines, a trailer) go to the last chunk,
-    which is therefore held until the next row or the end of the shard."""
+    ``chunk_rows``; a batch's bytes are shared among its chunks pro rata of rows.
+    Bytes read after the last full chunk with no row (blank lines at the end) come
+    in one more, empty, chunk, so that the bytes add up to the shard."""
     batches = read_batches(path, fmt, fields, turns=turns, max_line_bytes=max_line_bytes,
                            engine=engine, batch_rows=min(chunk_rows, PYTHON_BATCH))
     try:
         parts: list[dict] = []  # pieces of the chunk being filled
         held = nbytes = shard_row = 0
-        full: Chunk | None = None  # the last full chunk, not yet handed out
         for batch in batches:
             start, left_bytes = 0, batch.nbytes
             if batch.n_rows == 0:
-                if held == 0 and full is not None:
-                    full = replace(full, nbytes=full.nbytes + left_bytes)
-                else:
-                    nbytes += left_bytes
+                nbytes += left_bytes
                 continue
             while start < batch.n_rows:
-                if full is not None:
-                    yield full
-                    full = None
                 take = min(chunk_rows - held, batch.n_rows - start)
                 part_bytes = (left_bytes if start + take == batch.n_rows
                               else batch.nbytes * take // batch.n_rows)
@@ -174,12 +167,10 @@ def _chunks(path: str, fmt: str, fields: list[str], chunk_rows: int, first_row: 
                 held += take
                 start += take
                 if held == chunk_rows:
-                    full = _make(parts, fields, first_row + shard_row, path, shard_row, nbytes)
+                    yield _make(parts, fields, first_row + shard_row, path, shard_row, nbytes)
                     shard_row += held
                     parts, held, nbytes = [], 0, 0
-        if full is not None:
-            yield replace(full, nbytes=full.nbytes + nbytes) if not held else full
-        if held or shard_row == 0:
+        if held or shard_row == 0 or nbytes:
             yield _make(parts, fields, first_row + shard_row, path, shard_row, nbytes)
     finally:
         batches.close()
@@ -249,7 +240,8 @@ def read_chunks(
     ------
     Chunk
         In global row order; every shard yields at least one (possibly empty)
-        chunk, so byte progress reaches the total.
+        chunk, so byte progress reaches the total (an empty chunk may also
+        close a shard, carrying the bytes after its last full chunk).
 
     Raises
     ------

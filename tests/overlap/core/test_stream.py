@@ -360,15 +360,16 @@ def _peak_bytes(fn) -> int:
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_memory_is_bounded_by_the_chunk_not_the_corpus(tmp_path, rng, engine, monkeypatch):
-    # the same scan over a corpus 1x and 100x the chunk: the peak of Python and
+    # the same scan over a corpus 2x and 150x the chunk: the peak of Python and
     # numpy allocations must not grow with the corpus (the arrow reader's
-    # blocks made small, so that the big corpus spans many)
+    # blocks made small, so that the big corpus spans many; two chunks in the
+    # small one, so that both hold the chunk searched and the one being read)
     monkeypatch.setenv("OVERLAP_READER", engine)
     monkeypatch.setattr(_batches, "BLOCK_BYTES", 1 << 16)
     chunk = 500
     small, big = str(tmp_path / "small.jsonl"), str(tmp_path / "big.jsonl")
-    _generated_jsonl(small, chunk, rng)
-    _generated_jsonl(big, 100 * chunk, rng)
+    _generated_jsonl(small, 2 * chunk, rng)
+    _generated_jsonl(big, 150 * chunk, rng)
     ev = [" ".join(f"tok{i}" for i in rng.integers(0, 5000, 40)) for _ in range(200)]
     peak_small = _peak_bytes(lambda: scan_stream(ev, small, chunk_rows=chunk, n_threads=1))
     peak_big = _peak_bytes(lambda: scan_stream(ev, big, chunk_rows=chunk, n_threads=1))
