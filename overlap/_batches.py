@@ -40,6 +40,7 @@ import numpy as np
 
 from ._lines import max_line_bytes, open_binary, too_long
 from ._optional import require
+from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
                        open_records, text_records)
 
@@ -277,8 +278,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
         return None
     if table.num_rows != lines or _TWO_OBJECTS.search(block) is not None:
         return None  # a blank line, or two objects on a line
-    openers = block.count(b"[") + block.count(b"{") - (lines - 1)
-    if openers >= NESTING_GUARD and _max_openers(block) >= NESTING_GUARD:
+    if _may_nest_deeply(block, lines):  # Python's parser may refuse it
         return None
     cols = {}
     for f in fields:
@@ -287,6 +287,16 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
             return None
         cols[f] = col.combine_chunks().cast(pa.large_string())
     return cols
+
+
+def _may_nest_deeply(block: bytes, lines: int) -> bool:
+    """Whether a line of ``block`` may hold :data:`NESTING_GUARD` levels of nesting.
+
+    Sound only once every line is known to hold a JSON object (pyarrow's row
+    count equals the line count): each line then holds one ``{`` at least, and
+    the count beyond that bounds any one line's."""
+    openers = block.count(b"[") + block.count(b"{") - (lines - 1)
+    return openers >= NESTING_GUARD and _max_openers(block) >= NESTING_GUARD
 
 
 def _max_openers(block: bytes) -> int:
@@ -369,3 +379,100 @@ def _string_column(col) -> Any:
     if str(t) not in _STRING_TYPES or col.null_count:
         return None
     return col.cast(pa.large_string())
+
+
+# ------------------------------------------------------------------ whole files
+_TABLE_TYPES = ("string", "large_string", "int64", "bool")
+
+
+def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
+                     max_line_bytes: int | None = None, engine: str | None = None,
+                     progress: Any = False) -> tuple[dict, list[int]] | None:
+    """A whole JSONL or text file as columns of Python values, read by pyarrow.
+
+    Returns ``(columns, line of each row)``, the same as the stdlib reader's
+    table, or None when the arrow reader is not used or cannot show that it
+    is the same: then the caller reads the file with the stdlib reader (which
+    also raises the errors).  A JSONL file is taken only when every block is
+    plain (module notes), no value is null or missing, every column holds
+    strings, integers or booleans, and ``fields`` are strings.  ``progress``:
+    as the stdlib reader's, bytes of the file read (when the file is handed
+    back, the caller's progress must ignore the stdlib reader's reports of
+    bytes already reported: ``overlap.pipeline.tables`` does).
+    """
+    if fmt not in ("jsonl", "text") or choose_engine(engine, fmt) != "arrow":
+        return None
+    cols: dict[str, list] = {}
+    lines: list[int] = []
+    size = os.path.getsize(path)
+    # blocks of an eighth of the file (64 KiB to BLOCK_BYTES): progress along the way
+    blocks = Blocks(path, max_line_bytes, min(BLOCK_BYTES, max(1 << 16, size // 8)))
+    bar = make_progress(progress, size, "read", unit="B")
+    try:
+        for block, before in blocks:
+            if fmt == "text":
+                part = _text_block(block, before, ["text"])
+                if part is None:
+                    return None
+                part = {"text": part["text"].to_pylist()}
+            else:
+                part = _jsonl_table_block(block, before, fields)
+                if part is None:
+                    return None
+            n = len(next(iter(part.values()))) if part else 0
+            if n:
+                if not cols and not lines:
+                    cols = {k: [] for k in part}
+                if list(part) != list(cols):  # a key missing from some rows
+                    return None
+                for k, v in part.items():
+                    cols[k] += v
+                lines.extend(range(before + 1, before + 1 + n))
+            bar.update(blocks.consumed())  # a block taken (one handed back is not reported)
+        bar.update(blocks.consumed())
+    finally:
+        blocks.close()
+        bar.close()
+    if fmt == "text" and not lines:
+        cols = {"text": []}
+    return cols, lines
+
+
+def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if before and block.startswith(_BOM):
+        return None
+    if not _valid_utf8(block):
+        return None
+    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    # first the rows, with no column inferred (pyarrow's type inference overflows
+    # its stack on a deeply nested value, so the nesting is checked before it)
+    options = pj.ReadOptions(use_threads=True, block_size=len(block) + 1)
+    try:
+        rows = pj.read_json(pa.BufferReader(block), read_options=options,
+                            parse_options=pj.ParseOptions(
+                                explicit_schema=pa.schema([]),
+                                unexpected_field_behavior="ignore")).num_rows
+    except (pa.ArrowException, ValueError):
+        return None
+    if rows != lines or _TWO_OBJECTS.search(block) is not None:
+        return None
+    if _may_nest_deeply(block, lines):
+        return None
+    try:
+        table = pj.read_json(pa.BufferReader(block), read_options=options)
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != lines:
+        return None
+    out = {}
+    for name, col in zip(table.column_names, table.columns):
+        if str(col.type) not in _TABLE_TYPES or col.null_count:
+            return None
+        out[name] = col.to_pylist()
+    for f in fields or ():
+        if f not in out or not isinstance(out[f][0], str):
+            return None
+    return out

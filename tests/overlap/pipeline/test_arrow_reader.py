@@ -46,6 +46,9 @@ BAD_JSON = [
     b'{"text": "x", "y": "\\udc00"}', b'{"text": "bad \xff utf8"}',
     b'{"text": "x", "y": "\xed\xa0\x80"}', b'{"text": ["a"]}', b'{"text": "x",}',
     b'{"text": "x", "deep": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+    # deep enough to overflow the stack of pyarrow's type inference (a crash)
+    b'{"text": "x", "deep": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+    b'{"text": "x", "deep": ' + b"[" * 200_000 + b"]" * 200_000 + b"}\n" + b"\n" * 3000,
     b'\xef\xbb\xbf{"text": "BOM inside the file"}',
 ]
 BLANK = [b"", b"   ", b"\t", b"\x0c"]
@@ -206,3 +209,72 @@ def test_engine_is_checked(tmp_path, monkeypatch):
         list(read_chunks(path))
     monkeypatch.setenv("OVERLAP_READER", "python")
     assert isinstance(next(read_chunks(path)).columns["text"], list)
+
+
+# ------------------------------------------------------------ whole files
+TABLE_JSON = GOOD_JSON + [
+    b'{"text": "with int", "n": 3, "ok": true}',
+    b'{"n": 4, "text": "keys swapped", "ok": false}',
+    b'{"text": "float", "n": 1.0}',
+    b'{"text": "null n", "n": null}',
+    b'{"text": "no n"}',
+    b'{"text": "label", "label": "x"}',
+    b'{"text": "nested", "n": {"a": 1}}',
+]
+
+
+def _table_outcome(path, engine, fields):
+    from overlap.pipeline.tables import read_fields, read_table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OVERLAP_READER", engine)
+        out = []
+        for read in (lambda: read_table(path), lambda: read_fields(path, fields)):
+            try:
+                out.append(("ok", read()))
+            except ValueError as e:
+                out.append(("error", str(e)))
+        return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(st.sampled_from(TABLE_JSON + BLANK), max_size=12),
+       bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)), at=st.integers(0, 12),
+       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]),
+       gz=st.booleans())
+def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad, at, block,
+                                                    fields, gz):
+    if bad is not None:
+        lines = lines[:at] + [bad] + lines[at:]
+    path = str(tmp_path_factory.mktemp("w") / ("f.jsonl.gz" if gz else "f.jsonl"))
+    _write(path, b"\n".join(lines) + b"\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "BLOCK_BYTES", block)
+        assert _table_outcome(path, "arrow", fields) == _table_outcome(path, "python", fields)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(text_line, max_size=12), block=st.sampled_from([4, 64, 1 << 20]))
+def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, block):
+    path = str(tmp_path_factory.mktemp("w") / "f.txt")
+    _write(path, b"\n".join(lines))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "BLOCK_BYTES", block)
+        assert (_table_outcome(path, "arrow", ["text"])
+                == _table_outcome(path, "python", ["text"]))
+
+
+def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
+    # the fast path is taken (not only its fallback): the stdlib reader is not called
+    path = str(tmp_path / "a.jsonl")
+    _write(path, b'{"text": "a b", "id": 1}\n{"text": "c", "id": 2}\n')
+    from overlap import _readers
+    from overlap.pipeline.tables import read_fields
+
+    def refuse(*a, **k):
+        raise AssertionError("the stdlib reader ran")
+
+    monkeypatch.setattr(_readers, "json_line", refuse)
+    monkeypatch.setenv("OVERLAP_READER", "arrow")
+    cols, table = read_fields(path, ["text"])
+    assert cols == [["a b", "c"]] and table == {"text": ["a b", "c"], "id": [1, 2]}
