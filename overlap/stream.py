@@ -428,6 +428,7 @@ def scan_stream(
                                               engine=engine)
     else:
         total, chunks = 0, source
+
     def prepared(items: Iterable[Chunk]):  # the reading and tokenizing of every chunk
         for chunk in items:
             if not isinstance(chunk, Chunk):
@@ -518,10 +519,10 @@ def merge_scan_results(parts: Sequence[StreamScanResult]) -> StreamScanResult:
 
 
 def texts_at(col, rows: np.ndarray) -> list:
-    """The str of ``rows`` of a chunk column (a list of str or an Arrow array)."""
-    if isinstance(col, list):
-        return [col[r] for r in rows.tolist()]
-    return col.take(rows.astype(np.int64)).to_pylist()
+    """The str of ``rows`` of a chunk column (an Arrow array, or a sequence of str)."""
+    if hasattr(col, "to_pylist") and hasattr(col, "take"):
+        return col.take(rows.astype(np.int64)).to_pylist()
+    return [col[r] for r in rows.tolist()]
 
 
 def _realign_texts(match: dict, before: np.ndarray, after: np.ndarray, new: np.ndarray) -> None:
