@@ -14,7 +14,7 @@ whose format cannot be told from the name; rows are numbered globally in that
 order, starting at 0.
 
 Memory is bounded by one chunk (``chunk_rows`` rows of the requested fields),
-plus one block of the file being read (16 MiB of lines, or one Parquet record
+plus one block of the file being read (2 MiB of lines, or one Parquet record
 batch): nothing else of a shard is kept.  With pyarrow installed, JSONL, text
 and Parquet are read by pyarrow in C++ and the chunk columns are Arrow
 arrays (see :mod:`overlap._batches`); without it, the standard library reads
