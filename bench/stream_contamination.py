@@ -103,6 +103,26 @@ def eval_set(pool: list[str], n_rows: int, n_eval: int, seed: int):
     return texts, planted
 
 
+def convert(corpus: str, out: str, fmt: str) -> str:
+    """The JSONL shards of ``corpus`` written as gzip JSONL or Parquet shards in ``out``."""
+    os.mkdir(out)
+    for name in sorted(os.listdir(corpus)):
+        src = os.path.join(corpus, name)
+        stem = os.path.splitext(name)[0]
+        if fmt == "gz":
+            import gzip
+            with open(src, "rb") as f, gzip.open(os.path.join(out, stem + ".jsonl.gz"), "wb",
+                                                 compresslevel=1) as g:
+                shutil.copyfileobj(f, g, 1 << 24)
+        elif fmt == "parquet":
+            import pyarrow.json as pj
+            import pyarrow.parquet as pq
+            pq.write_table(pj.read_json(src), os.path.join(out, stem + ".parquet"))
+        else:
+            raise SystemExit(f"--formats: unknown format {fmt!r} (jsonl, gz, parquet)")
+    return out
+
+
 def scan(args) -> None:
     """Child process: scan and print one JSON line of figures."""
     import overlap
@@ -113,7 +133,8 @@ def scan(args) -> None:
         ev = json.load(f)
     t0 = time.perf_counter()
     res = scan_stream(ev, args.scan, chunk_rows=args.chunk_rows, min_score=args.min_score,
-                      index=args.index, n_threads=args.threads, progress=True)
+                      index=args.index, n_threads=args.threads, progress=True,
+                      engine=args.engine, prefetch=not args.no_prefetch)
     secs = time.perf_counter() - t0
     print(json.dumps({
         "seconds": secs, "rows": res.n_references, "bytes": res.nbytes,
@@ -123,12 +144,15 @@ def scan(args) -> None:
     }))
 
 
-def run_scan(corpus: str, ev_path: str, args, index: str) -> dict:
+def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
+             prefetch: bool = True) -> dict:
     cmd = [sys.executable, "-m", "bench.stream_contamination", "--scan", corpus,
            "--eval-file", ev_path, "--chunk-rows", str(args.chunk_rows),
-           "--min-score", str(args.min_score), "--index", index]
+           "--min-score", str(args.min_score), "--index", index, "--engine", engine]
     if args.threads:
         cmd += ["--threads", str(args.threads)]
+    if not prefetch:
+        cmd += ["--no-prefetch"]
     out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -147,6 +171,16 @@ def main(argv=None) -> None:
     ap.add_argument("--dir", default=None, help="where to write the corpus (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the corpus afterwards")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--formats", default="jsonl",
+                    help="comma-separated corpus formats scanned: jsonl, gz (gzip JSONL "
+                         "shards), parquet (default jsonl)")
+    ap.add_argument("--engines", default="arrow",
+                    help="comma-separated readers: arrow, python (default arrow)")
+    ap.add_argument("--engine", default="auto", help=argparse.SUPPRESS)
+    ap.add_argument("--no-prefetch", action="store_true",
+                    help="read and tokenize on the searching thread (no pipelining)")
+    ap.add_argument("--repeat", type=int, default=1, help="scans per setting; the best is "
+                    "reported (default 1)")
     ap.add_argument("--scan", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--eval-file", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -167,7 +201,33 @@ def main(argv=None) -> None:
         ev_path = os.path.join(work, "eval.json")
         with open(ev_path, "w") as f:
             json.dump(texts, f)
-        runs = {args.index: run_scan(corpus, ev_path, args, args.index)}
+        sources = {"jsonl": corpus}
+        formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+        for fmt in formats:
+            if fmt != "jsonl":
+                sources[fmt] = convert(corpus, os.path.join(work, fmt), fmt)
+        jsonl_bytes = sum(os.path.getsize(os.path.join(corpus, p)) for p in os.listdir(corpus))
+        grid = {}
+        for fmt in formats:
+            for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+                if fmt == "parquet" and engine == "python":
+                    continue  # Parquet is read by pyarrow either way
+                best = None
+                for _ in range(max(1, args.repeat)):
+                    r = run_scan(sources[fmt], ev_path, args, args.index, engine,
+                                 not args.no_prefetch)
+                    if best is None or r["seconds"] < best["seconds"]:
+                        best = r
+                grid[fmt, engine] = best
+        first = next(iter(grid.values()))
+        for (fmt, engine), r in grid.items():
+            assert r["index"] == first["index"] and r["score"] == first["score"], (fmt, engine)
+            files = sum(os.path.getsize(os.path.join(sources[fmt], p))
+                        for p in os.listdir(sources[fmt]))
+            print(f"{fmt:8s} engine={engine:6s}: {r['seconds']:6.2f}s  "
+                  f"{jsonl_bytes / 1e6 / r['seconds']:6.1f} MB/s of JSONL text "
+                  f"({files / 1e6:.0f} MB of files), peak RSS {r['peak_rss'] / 1e6:.0f} MB")
+        runs = {args.index: grid.get(("jsonl", "arrow")) or first}
         if args.compare_index:
             for how in ("chunk", "queries"):
                 if how not in runs:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -117,21 +118,29 @@ class Lines:
 
     Each line is at most ``max_line_bytes`` bytes (else an error naming file
     and line); the progress of the reading is in bytes of the file on disk.
+    ``block``: read these bytes instead, whose first line is line
+    ``first_line + 1`` of ``path`` (the arrow reader hands a block it cannot
+    take to the stdlib reader this way, so rows and errors are the same).
     """
 
     def __init__(self, path: str, max_line_bytes: int | None = None,
-                 progress: ProgressArg = False) -> None:
+                 progress: ProgressArg = False, *, block: bytes | None = None,
+                 first_line: int = 0) -> None:
         self.path, self.limit = path, max_line_bytes
-        self.stream = open_binary(path)
-        self.raw = getattr(self.stream, "fileobj", None) or self.stream
-        try:
-            size = os.fstat(self.raw.fileno()).st_size
-            self.read = LineProgress(progress, self.raw, size, "read")
-        except BaseException:
-            self.stream.close()
-            self.raw.close()
-            raise
-        self.line = 0
+        if block is not None:  # lines of a block cut from the file (the arrow reader's)
+            self.stream = self.raw = io.BytesIO(block)
+            self.read = LineProgress(False, self.raw, len(block), "read")
+        else:
+            self.stream = open_binary(path)
+            self.raw = getattr(self.stream, "fileobj", None) or self.stream
+            try:
+                size = os.fstat(self.raw.fileno()).st_size
+                self.read = LineProgress(progress, self.raw, size, "read")
+            except BaseException:
+                self.stream.close()
+                self.raw.close()
+                raise
+        self.line = first_line
         self.mark = 0
         self.last_raw = b""
 
@@ -245,7 +254,12 @@ def read_tsv(path: str, turns: int = 1, max_line_bytes: int | None = None,
 def read_jsonl(path: str, turns: int = 1, max_line_bytes: int | None = None,
                progress: ProgressArg = False) -> Records:
     """One JSON object a line (blank lines skipped)."""
-    src = Lines(path, max_line_bytes, progress)
+    return jsonl_records(Lines(path, max_line_bytes, progress))
+
+
+def jsonl_records(src: Lines) -> Records:
+    """The records of JSONL lines."""
+    path = src.path
 
     def rows() -> Iterator[tuple[int, dict]]:
         for text in src:
@@ -263,7 +277,11 @@ def read_jsonl(path: str, turns: int = 1, max_line_bytes: int | None = None,
 def read_text(path: str, turns: int = 1, max_line_bytes: int | None = None,
               progress: ProgressArg = False) -> Records:
     """One sample a line (every line, blank ones too; the newline dropped): field ``text``."""
-    src = Lines(path, max_line_bytes, progress)
+    return text_records(Lines(path, max_line_bytes, progress))
+
+
+def text_records(src: Lines) -> Records:
+    """The records of plain text lines (field ``text``)."""
 
     def rows() -> Iterator[tuple[int, dict]]:
         for text in src:

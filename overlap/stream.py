@@ -12,6 +12,8 @@ for bit, for any chunking.
 
 Memory is the queries, one chunk (its texts, token sets and index) and the
 ``n_queries x top_k`` running best: independent of the corpus size.
+:func:`scan_stream` reads and tokenizes the next chunk on a background thread
+while one is searched (``prefetch=True``), so it holds two chunks at a time.
 
 Two ways to search one chunk, chosen per chunk by ``index=``:
 
@@ -46,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._fields import as_fields, check_compatible
+from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
 from ._validation import check_int, check_unit_interval, type_name
@@ -361,6 +364,8 @@ def scan_stream(
     keep_text: bool = True,
     n_threads: int | None = None,
     progress: ProgressArg = False,
+    prefetch: bool = True,
+    engine: str | None = None,
 ) -> StreamScanResult:
     """Scan eval samples against a training corpus read from disk in chunks.
 
@@ -386,8 +391,17 @@ def scan_stream(
     keep_text : bool, default True
         Keep the text of every current match (memory: eval size x top_k).
     progress : bool or callable
-        True: a bar over bytes read (tqdm on a terminal, plain lines in a log);
-        a callable receives ``(bytes_done, bytes_total)``.
+        True: a bar over bytes read (tqdm on a terminal, plain lines in a log,
+        with MB/s and the time left); a callable receives ``(bytes_done,
+        bytes_total)``.
+    prefetch : bool, default True
+        Read and tokenize chunk ``i + 1`` on a background thread while chunk
+        ``i`` is searched (pyarrow's reading and the tokenizer and search
+        kernels run without the GIL, so both cores work).  Memory: two chunks
+        (the one searched and the one being read) instead of one.  The result
+        is the same either way.
+    engine : {"auto", "arrow", "python"}, optional
+        How files are read (:func:`overlap.stream_readers.read_chunks`).
 
     Returns
     -------
@@ -410,33 +424,43 @@ def scan_stream(
             isinstance(source, Sequence) and not isinstance(source, (str, bytes))
             and all(isinstance(p, (str, os.PathLike)) for p in source)):
         total = source_size(source, fmt)
-        chunks: Iterable[Chunk] = read_chunks(source, fields, fmt=fmt, chunk_rows=chunk_rows)
+        chunks: Iterable[Chunk] = read_chunks(source, fields, fmt=fmt, chunk_rows=chunk_rows,
+                                              engine=engine)
     else:
         total, chunks = 0, source
+
+    def prepared(items: Iterable[Chunk]):  # the reading and tokenizing of every chunk
+        for chunk in items:
+            if not isinstance(chunk, Chunk):
+                raise TypeError(f"source yielded a {type_name(chunk)}, expected a Chunk")
+            refs = tuple(tok(chunk.columns[f]) for f in fields) if chunk.n_rows else ()
+            yield chunk, refs
+
     bar = make_progress(progress, total, "scan_stream", "B")
     shards: list[list] = []
     nbytes = 0
+    work = Prefetch(prepared(chunks)) if prefetch else prepared(chunks)
     try:
-        for chunk in chunks:
-            if not isinstance(chunk, Chunk):
-                raise TypeError(f"source yielded a {type_name(chunk)}, expected a Chunk")
+        for chunk, refs in work:
             if not shards or shards[-1][0] != chunk.path:
                 shards.append([chunk.path, chunk.first_row, 0])
             shards[-1][2] += chunk.n_rows
             if chunk.n_rows:
                 before = merger.index.copy() if keep_text else None
-                merger.add(tuple(tok(chunk.columns[f]) for f in fields), offset=chunk.first_row)
+                merger.add(refs, offset=chunk.first_row)
                 if keep_text:
                     new = merger.index >= chunk.first_row  # older rows have lower numbers
                     if k > 1:  # top-k lists move older matches between slots
                         _realign_texts(match, before, merger.index, new)
                     rows = merger.index[new] - chunk.first_row
                     for f in fields:
-                        col = chunk.columns[f]
-                        match[f][new] = [col[r] for r in rows.tolist()]
+                        match[f][new] = texts_at(chunk.columns[f], rows)
+            del refs
             nbytes += chunk.nbytes
             bar.update(chunk.nbytes)
     finally:
+        if prefetch:
+            work.close()
         bar.close()
     res = merger.result()
     out_match = {}
@@ -492,6 +516,13 @@ def merge_scan_results(parts: Sequence[StreamScanResult]) -> StreamScanResult:
         match = {f: texts[f].tolist() for f in fields}
     return StreamScanResult(np.ascontiguousarray(score), np.ascontiguousarray(index), match,
                             shards, offset, nbytes, seconds, chunks)
+
+
+def texts_at(col, rows: np.ndarray) -> list:
+    """The str of ``rows`` of a chunk column (an Arrow array, or a sequence of str)."""
+    if hasattr(col, "to_pylist") and hasattr(col, "take"):
+        return col.take(rows.astype(np.int64)).to_pylist()
+    return [col[r] for r in rows.tolist()]
 
 
 def _realign_texts(match: dict, before: np.ndarray, after: np.ndarray, new: np.ndarray) -> None:

@@ -14,9 +14,11 @@ whose format cannot be told from the name; rows are numbered globally in that
 order, starting at 0.
 
 Memory is bounded by one chunk (``chunk_rows`` rows of the requested fields),
-plus one Parquet record batch: nothing else of a shard is kept.  Only the
-standard library is needed, except ``pyarrow`` for Parquet (imported when a
-Parquet shard is read).
+plus one block of the file being read (2 MiB of lines, or one Parquet record
+batch): nothing else of a shard is kept.  With pyarrow installed, JSONL, text
+and Parquet are read by pyarrow in C++ and the chunk columns are Arrow
+arrays (see :mod:`overlap._batches`); without it, the standard library reads
+every format but Parquet, and the columns are lists of str.
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ._lines import check_path_name, text_file_kind
-from ._readers import EXTENSIONS, TEXT_FIELD, checked_rows, open_records
+from ._batches import PYTHON_BATCH, read_batches
+from ._readers import EXTENSIONS, TEXT_FIELD
 from ._validation import check_int, type_name
 
 __all__ = ["Chunk", "STREAM_FORMATS", "shard_paths", "source_size", "read_chunks"]
@@ -42,8 +45,12 @@ class Chunk:
 
     Attributes
     ----------
-    columns : dict of str to list of str
-        The requested fields, each ``n_rows`` long.
+    columns : dict of str to (list of str or pyarrow.Array)
+        The requested fields, each ``n_rows`` long, every value a string (no
+        nulls).  A ``pyarrow.large_string`` array when the arrow engine read
+        the shard (the default when pyarrow is installed), else a list of str;
+        :meth:`overlap.TokenSets.from_texts` takes either without copying,
+        and ``col.to_pylist()`` (Arrow) gives the str of a row.
     first_row : int
         Global number of the first row (over all shards, in reading order).
     path : str
@@ -134,29 +141,60 @@ def source_size(source, fmt: str | None = None) -> int:
 
 
 def _chunks(path: str, fmt: str, fields: list[str], chunk_rows: int, first_row: int,
-            turns: int, max_line_bytes: int | None) -> Iterator[Chunk]:
-    """The chunks of one shard: its records (the reading layer's) in runs of ``chunk_rows``."""
-    src = open_records(path, fmt, turns=turns, max_line_bytes=max_line_bytes, fields=fields,
-                       only_fields=True)
-    complete = False
+            turns: int, max_line_bytes: int | None, engine: str | None) -> Iterator[Chunk]:
+    """The chunks of one shard: its batches (the reading layer's) cut into runs of
+    ``chunk_rows``; a batch's bytes are shared among its chunks pro rata of rows.
+    Bytes read after the last full chunk with no row (blank lines at the end) come
+    in one more, empty, chunk, so that the bytes add up to the shard."""
+    batches = read_batches(path, fmt, fields, turns=turns, max_line_bytes=max_line_bytes,
+                           engine=engine, batch_rows=min(chunk_rows, PYTHON_BATCH))
     try:
-        buf: list[tuple] = []
-        shard_row = 0
-        for row in checked_rows(src, fields):
-            buf.append(row)
-            if len(buf) == chunk_rows:
-                yield _make(buf, fields, first_row + shard_row, path, shard_row, src.consumed())
-                shard_row += len(buf)
-                buf = []
-        if buf or shard_row == 0:
-            yield _make(buf, fields, first_row + shard_row, path, shard_row, src.consumed())
-        complete = True
+        parts: list[dict] = []  # pieces of the chunk being filled
+        held = nbytes = shard_row = 0
+        for batch in batches:
+            start, left_bytes = 0, batch.nbytes
+            if batch.n_rows == 0:
+                nbytes += left_bytes
+                continue
+            while start < batch.n_rows:
+                take = min(chunk_rows - held, batch.n_rows - start)
+                part_bytes = (left_bytes if start + take == batch.n_rows
+                              else batch.nbytes * take // batch.n_rows)
+                left_bytes -= part_bytes
+                nbytes += part_bytes
+                parts.append({f: _slice(c, start, take, batch.n_rows)
+                              for f, c in batch.columns.items()})
+                held += take
+                start += take
+                if held == chunk_rows:
+                    yield _make(parts, fields, first_row + shard_row, path, shard_row, nbytes)
+                    shard_row += held
+                    parts, held, nbytes = [], 0, 0
+        if held or shard_row == 0 or nbytes:
+            yield _make(parts, fields, first_row + shard_row, path, shard_row, nbytes)
     finally:
-        src.close(complete)
+        batches.close()
 
 
-def _make(buf, fields, first_row, path, shard_row, nbytes) -> Chunk:
-    cols = {f: [r[k] for r in buf] for k, f in enumerate(fields)}
+def _slice(col, start: int, n: int, total: int):
+    if start == 0 and n == total:
+        return col
+    return col[start:start + n] if isinstance(col, list) else col.slice(start, n)
+
+
+def _make(parts: list[dict], fields, first_row, path, shard_row, nbytes) -> Chunk:
+    cols = {}
+    for f in fields:
+        pieces = [p[f] for p in parts]
+        if not pieces:
+            cols[f] = []
+        elif len(pieces) == 1:
+            cols[f] = pieces[0]
+        elif isinstance(pieces[0], list):
+            cols[f] = [t for piece in pieces for t in piece]
+        else:
+            import pyarrow as pa
+            cols[f] = pa.concat_arrays(pieces)
     return Chunk(cols, first_row, path, shard_row, nbytes)
 
 
@@ -168,6 +206,7 @@ def read_chunks(
     chunk_rows: int = 65536,
     turns: int = 1,
     max_line_bytes: int | None = None,
+    engine: str | None = None,
 ) -> Iterator[Chunk]:
     """Yield the rows of ``source`` as :class:`Chunk` objects of at most ``chunk_rows``.
 
@@ -190,12 +229,19 @@ def read_chunks(
         :data:`overlap._lines.MAX_LINE_BYTES`, or the limit set with
         :func:`overlap._lines.line_limit`); a longer one is a ValueError
         naming file and line.
+    engine : {"auto", "arrow", "python"}, optional
+        How files are read (:mod:`overlap._batches`): ``"arrow"`` reads
+        JSONL, text and Parquet with pyarrow and gives Arrow string columns;
+        ``"python"`` reads with the standard library and gives lists of str.
+        Both give the same rows and errors.  Default: the environment variable
+        ``OVERLAP_READER``, else ``"arrow"`` when pyarrow is installed.
 
     Yields
     ------
     Chunk
         In global row order; every shard yields at least one (possibly empty)
-        chunk, so byte progress reaches the total.
+        chunk, so byte progress reaches the total (an empty chunk may also
+        close a shard, carrying the bytes after its last full chunk).
 
     Raises
     ------
@@ -218,7 +264,7 @@ def read_chunks(
     first_row = 0
     for path in paths:
         gen = _chunks(path, shard_format(path, fmt), fields, chunk_rows, first_row, turns,
-                      max_line_bytes)
+                      max_line_bytes, engine)
         for chunk in gen:
             yield chunk
             first_row += chunk.n_rows

@@ -13,12 +13,14 @@ writes to a temporary name and renames the file when it is complete.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from .._batches import read_whole_table
 from .._lines import check_str, text_file_kind
 from .._optional import MissingExtra, require
 from .._progress import ProgressArg, check_progress, make_progress
@@ -87,6 +89,40 @@ def infer_format(path: str | os.PathLike, fmt: str | None = None, *,
 # ------------------------------------------------------------------ readers
 # Files are read by the reading layer (overlap._readers: one reader per format,
 # the same errors as the streaming reader); this module collects the records.
+@contextlib.contextmanager
+def _read_progress(progress: ProgressArg, path: str) -> Iterator[ProgressArg]:
+    """One byte progress for a file read by the arrow reader and, when that hands
+    it back, by the stdlib reader from the start: only bytes beyond those
+    already reported are reported again."""
+    if progress is None or progress is False:
+        yield False
+        return
+    bar = make_progress(progress, os.path.getsize(path), "read", unit="B")
+    shown = 0
+
+    def report(done: int, total: int) -> None:
+        nonlocal shown
+        if done > shown:
+            bar.update(done - shown)
+            shown = done
+
+    try:
+        yield report
+    finally:
+        bar.close()
+
+
+def _collect_fast(src: Records, fmt: str, fields: Sequence[str] | None,
+                  max_line_bytes: int | None, progress: ProgressArg):
+    """:func:`_collect`, or the same table read by pyarrow (JSONL and text files;
+    see :func:`overlap._batches.read_whole_table`)."""
+    fast = read_whole_table(src.path, fmt, fields, max_line_bytes, progress=progress)
+    if fast is not None:
+        src.close(False)  # its progress is not used: the fast reader reported
+        return fast[0], fast[1], {}
+    return _collect(src, fields)
+
+
 def _collect(src: Records, fields: Sequence[str] | None = None
              ) -> tuple[dict[str, list], list[int], dict[str, tuple[int, list]]]:
     """Columns of every record of ``src``, the line (row) of each, and for a
@@ -165,8 +201,9 @@ def read_table(path: str | os.PathLike, fmt: str | None = None, *,
         raise FileNotFoundError(f"{p}: no such file")
     if fmt == "dailydialog":
         raise ValueError(f"{p}: DailyDialog files hold dialogues, not a table; use read_fields")
-    src = open_records(p, fmt, max_line_bytes=max_line_bytes, progress=progress)
-    return _collect(src)[0]
+    with _read_progress(progress, p) as cb:
+        src = open_records(p, fmt, max_line_bytes=max_line_bytes, progress=cb)
+        return _collect_fast(src, fmt, None, max_line_bytes, cb)[0]
 
 
 def _is_dataset(obj: Any) -> bool:
@@ -385,10 +422,11 @@ def read_named_fields(
         where = os.fspath(source)
         if not os.path.isfile(where):
             raise FileNotFoundError(f"{where}: no such file")
-        src = open_records(where, fmt, turns=turns, max_line_bytes=max_line_bytes,
-                           progress=progress, fields=names)
-        # named fields are checked on every record as it is read
-        table, lines, absent = _collect(src, names)
+        with _read_progress(progress, where) as cb:
+            src = open_records(where, fmt, turns=turns, max_line_bytes=max_line_bytes,
+                               progress=cb, fields=names)
+            # named fields are checked on every record as it is read
+            table, lines, absent = _collect_fast(src, fmt, names, max_line_bytes, cb)
     read_checked = src is not None and names is not None  # every record, as it was read
     if names is None:
         names = infer_fields(table, where)

@@ -20,11 +20,25 @@ from overlap.stream import (
     scan_stream,
     stream_max_overlap,
 )
+from overlap import _batches
 from overlap.stream_readers import read_chunks, shard_paths, source_size
 
 from reference import overlap as ref
 
 VOCAB = [f"w{i}" for i in range(12)]
+try:
+    import pyarrow  # noqa: F401
+    _NO_ARROW = False
+except ImportError:
+    _NO_ARROW = True
+#: both readers; the arrow one needs pyarrow (an extra)
+ENGINES = [pytest.param("arrow", marks=pytest.mark.skipif(
+    _NO_ARROW, reason="pyarrow is not installed (the dataframe extra)")), "python"]
+
+
+def _strs(col):
+    """A chunk column as a list of str (the arrow reader gives Arrow arrays)."""
+    return col if isinstance(col, list) else col.to_pylist()
 
 
 def _chunks(fields, sizes):
@@ -187,32 +201,36 @@ def _write(path, fmt, rows):
     ("c.csv", "csv"), ("c.tsv", "tsv"), ("c.parquet", "parquet"),
 ])
 @pytest.mark.parametrize("chunk_rows", [1, 3, 100])
-def test_readers_yield_rows_in_order(tmp_path, name, fmt, chunk_rows):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_readers_yield_rows_in_order(tmp_path, name, fmt, chunk_rows, engine):
     path = str(tmp_path / name)
     _write(path, fmt, CORPUS)
-    chunks = list(read_chunks(path, "text", chunk_rows=chunk_rows))
-    texts = [t for c in chunks for t in c.columns["text"]]
+    chunks = list(read_chunks(path, "text", chunk_rows=chunk_rows, engine=engine))
+    texts = [t for c in chunks for t in _strs(c.columns["text"])]
     assert texts == [t for t, _ in CORPUS]
     assert all(c.n_rows <= chunk_rows for c in chunks)
     assert [c.first_row for c in chunks] == list(np.cumsum([0] + [c.n_rows for c in chunks])[:-1])
     assert sum(c.nbytes for c in chunks) == os.path.getsize(path) or name.endswith(".gz")
 
 
-def test_directory_of_shards_is_read_in_name_order(tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_directory_of_shards_is_read_in_name_order(tmp_path, engine):
     _write(str(tmp_path / "part-001.jsonl"), "jsonl", CORPUS[4:])
     _write(str(tmp_path / "part-000.csv"), "csv", CORPUS[:4])
     (tmp_path / "README.md").write_text("not a shard")
     assert [os.path.basename(p) for p in shard_paths(tmp_path)] == [
         "part-000.csv", "part-001.jsonl"]
-    chunks = list(read_chunks(tmp_path, ["text", "lang"], chunk_rows=3))
-    assert [t for c in chunks for t in c.columns["lang"]] == [lang for _, lang in CORPUS]
+    chunks = list(read_chunks(tmp_path, ["text", "lang"], chunk_rows=3, engine=engine))
+    assert [t for c in chunks for t in _strs(c.columns["lang"])] == [lang for _, lang in CORPUS]
     assert [(os.path.basename(c.path), c.shard_row, c.first_row) for c in chunks] == [
         ("part-000.csv", 0, 0), ("part-000.csv", 3, 3),
         ("part-001.jsonl", 0, 4), ("part-001.jsonl", 3, 7)]
     assert source_size(tmp_path) == sum(os.path.getsize(p) for p in shard_paths(tmp_path))
 
 
-def test_reader_errors_name_file_and_line(tmp_path):
+@pytest.mark.parametrize("engine", ENGINES)
+def test_reader_errors_name_file_and_line(tmp_path, engine, monkeypatch):
+    monkeypatch.setenv("OVERLAP_READER", engine)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"text": "ok"}\n{"text": 3}\n')
     with pytest.raises(ValueError, match=r"bad.jsonl:2: field 'text' must be a string"):
@@ -247,10 +265,14 @@ EVAL = {
 @pytest.mark.parametrize("tokenizer", ["intl", "wordpunct"])
 @pytest.mark.parametrize("top_k", [1, 2])
 @pytest.mark.parametrize("chunk_rows", [1, 2, 5, 100])
-def test_scan_stream_equals_in_memory_scan(tmp_path, tokenizer, top_k, chunk_rows):
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_scan_stream_equals_in_memory_scan(tmp_path, tokenizer, top_k, chunk_rows, engine,
+                                           prefetch):
     _write(str(tmp_path / "a.jsonl"), "jsonl", CORPUS[:5])
     _write(str(tmp_path / "b.txt"), "text", CORPUS[5:])
-    res = scan_stream(EVAL, tmp_path, tokenizer=tokenizer, chunk_rows=chunk_rows, top_k=top_k)
+    res = scan_stream(EVAL, tmp_path, tokenizer=tokenizer, chunk_rows=chunk_rows, top_k=top_k,
+                      engine=engine, prefetch=prefetch)
     train = [t for t, _ in CORPUS]
     want = overlap.max_overlap(TokenSets.from_texts(EVAL["text"], tokenizer),
                                TokenSets.from_texts(train, tokenizer), top_k=top_k)
@@ -336,13 +358,18 @@ def _peak_bytes(fn) -> int:
         tracemalloc.stop()
 
 
-def test_memory_is_bounded_by_the_chunk_not_the_corpus(tmp_path, rng):
-    # the same scan over a corpus 1x and 100x the chunk: the peak of Python and
-    # numpy allocations must not grow with the corpus
+@pytest.mark.parametrize("engine", ENGINES)
+def test_memory_is_bounded_by_the_chunk_not_the_corpus(tmp_path, rng, engine, monkeypatch):
+    # the same scan over a corpus 2x and 150x the chunk: the peak of Python and
+    # numpy allocations must not grow with the corpus (the arrow reader's
+    # blocks made small, so that the big corpus spans many; two chunks in the
+    # small one, so that both hold the chunk searched and the one being read)
+    monkeypatch.setenv("OVERLAP_READER", engine)
+    monkeypatch.setattr(_batches, "BLOCK_BYTES", 1 << 16)
     chunk = 500
     small, big = str(tmp_path / "small.jsonl"), str(tmp_path / "big.jsonl")
-    _generated_jsonl(small, chunk, rng)
-    _generated_jsonl(big, 100 * chunk, rng)
+    _generated_jsonl(small, 2 * chunk, rng)
+    _generated_jsonl(big, 150 * chunk, rng)
     ev = [" ".join(f"tok{i}" for i in rng.integers(0, 5000, 40)) for _ in range(200)]
     peak_small = _peak_bytes(lambda: scan_stream(ev, small, chunk_rows=chunk, n_threads=1))
     peak_big = _peak_bytes(lambda: scan_stream(ev, big, chunk_rows=chunk, n_threads=1))

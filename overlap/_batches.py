@@ -1,0 +1,479 @@
+"""Column batches of a sample file: read by pyarrow in C++, or by the stdlib readers.
+
+:func:`read_batches` yields the compared fields of a file as
+:class:`Batch` objects (columns, rows, bytes of the file consumed), each
+field checked to be a string in every row.  Two engines give the same rows:
+
+``"python"``
+    The stdlib readers of :mod:`overlap._readers` (one record a line, Python
+    ``str`` values; the columns are lists).
+``"arrow"``
+    JSONL, plain text and Parquet read by pyarrow (``pyarrow.json`` on blocks
+    of whole lines, numpy on the newlines of a text block, Parquet record
+    batches), handing back ``pyarrow.large_string`` arrays with no Python
+    object per row.  CSV, TSV and DailyDialog are read by the stdlib readers
+    (their columns are converted to Arrow arrays).
+``"auto"`` (default)
+    ``"arrow"`` when pyarrow is installed, else ``"python"``; the environment
+    variable ``OVERLAP_READER`` (``python`` or ``arrow``) overrides it.
+
+Line files are cut into blocks of whole lines (:data:`BLOCK_BYTES`, grown
+until a newline when a line is longer, up to the line limit).  The arrow
+engine takes a block only when it can show the stdlib reader would give the
+same rows: valid UTF-8, one JSON object on every line (pyarrow's row count
+equals the line count, no two objects on a line, no BOM inside the file, no
+nesting deep enough for Python's parser to refuse it), and every field a
+string.  Any other block (a bad line, a blank line, a null, a number) is read
+by the stdlib reader from the same bytes and line number: the rows are the
+same, and a bad line raises the stdlib reader's error naming file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._lines import max_line_bytes, open_binary, too_long
+from ._optional import require
+from ._progress import make_progress
+from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
+                       open_records, text_records)
+
+__all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine"]
+
+#: Reading engines (see the module notes).
+ENGINES = ("auto", "arrow", "python")
+#: Environment variable that picks the engine when none is passed.
+ENGINE_VARIABLE = "OVERLAP_READER"
+#: Formats the arrow engine reads itself.
+ARROW_FORMATS = ("jsonl", "text", "parquet")
+#: Bytes of a line file read at a time (a block then ends at its last newline); 2 MiB:
+#: larger blocks were no faster and raised the peak memory of a scan (16 MiB: +100 MB).
+BLOCK_BYTES = 2 << 20
+#: Rows of a stdlib-read file per batch.
+PYTHON_BATCH = 8192
+#: Parquet rows per record batch.
+PARQUET_BATCH = 65536
+#: A JSON line with this many ``[``/``{`` may nest too deeply for Python's parser:
+#: such a block is read by the stdlib reader, which decides.
+NESTING_GUARD = 200
+
+_BOM = b"\xef\xbb\xbf"
+_TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
+
+
+@dataclass
+class Batch:
+    """Consecutive rows of a file: ``columns`` (field -> list of str or
+    ``pyarrow.large_string`` array), ``n_rows``, and ``nbytes`` of the file
+    (compressed bytes for ``.gz``) consumed for them."""
+
+    columns: dict
+    n_rows: int
+    nbytes: int
+
+
+def _have_pyarrow() -> bool:
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def choose_engine(engine: str | None, fmt: str) -> str:
+    """``"arrow"`` or ``"python"``: the engine that reads a ``fmt`` file."""
+    if engine is None:
+        engine = os.environ.get(ENGINE_VARIABLE) or "auto"
+        where = f"the environment variable {ENGINE_VARIABLE}"
+    else:
+        where = "engine"
+    if engine not in ENGINES:
+        raise ValueError(f"{where} must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == "arrow":
+        require("pyarrow", "dataframe", "the arrow reader (engine='arrow')")
+    elif engine == "auto":
+        engine = "arrow" if _have_pyarrow() else "python"
+    if fmt not in ARROW_FORMATS and fmt != "parquet":
+        return "python"
+    return engine
+
+
+def read_batches(path: str, fmt: str, fields: Sequence[str], *, turns: int = 1,
+                 max_line_bytes: int | None = None, engine: str | None = None,
+                 block_bytes: int | None = None,
+                 batch_rows: int = PYTHON_BATCH) -> Iterator[Batch]:
+    """The ``fields`` of ``path`` (read as ``fmt``) in batches, every value a string.
+
+    Both engines give the same rows and raise the same errors (file and line,
+    or Parquet row).  ``batch_rows``: rows per batch of the stdlib reader
+    (the arrow reader's batches are a block of lines or a Parquet record batch).  The generator closes the file when it ends or is closed.
+    """
+    fields = list(fields)
+    block_bytes = BLOCK_BYTES if block_bytes is None else block_bytes
+    how = choose_engine(engine, fmt)
+    if how == "arrow" and fmt == "jsonl":
+        return _line_batches(path, fields, max_line_bytes, block_bytes, _jsonl_block)
+    if how == "arrow" and fmt == "text":
+        check_fields_of(path, fmt, fields)
+        return _line_batches(path, fields, max_line_bytes, block_bytes, _text_block)
+    if how == "arrow" and fmt == "parquet":
+        return _parquet_batches(path, fields)
+    return _python_batches(path, fmt, fields, turns, max_line_bytes, how == "arrow",
+                           max(1, batch_rows))
+
+
+# ------------------------------------------------------------------ stdlib engine
+def _python_batches(path, fmt, fields, turns, limit, as_arrow, size) -> Iterator[Batch]:
+    src = open_records(path, fmt, turns=turns, max_line_bytes=limit, fields=fields,
+                       only_fields=True)
+    return _record_batches(src, fields, as_arrow, size)
+
+
+def _record_batches(src: Records, fields, as_arrow: bool, size: int) -> Iterator[Batch]:
+    complete = False
+    try:
+        rows: list[tuple] = []
+        for row in checked_rows(src, fields):
+            rows.append(row)
+            if len(rows) == size:
+                yield _from_rows(rows, fields, src.consumed(), as_arrow)
+                rows = []
+        yield _from_rows(rows, fields, src.consumed(), as_arrow)
+        complete = True
+    finally:
+        src.close(complete)
+
+
+def _from_rows(rows, fields, nbytes, as_arrow) -> Batch:
+    cols: dict[str, Any] = {f: [r[k] for r in rows] for k, f in enumerate(fields)}
+    if as_arrow:
+        import pyarrow as pa
+        cols = {f: pa.array(v, pa.large_string()) for f, v in cols.items()}
+    return Batch(cols, len(rows), nbytes)
+
+
+# ------------------------------------------------------------------ line blocks
+class Blocks:
+    """Blocks of whole lines of a (possibly gzip) file: ``(block, lines_before)``.
+
+    A block ends at a newline (or the end of the file); a line longer than
+    the limit raises the stdlib reader's error (file and line) before more
+    than ``limit + block_bytes`` bytes are held.
+    """
+
+    def __init__(self, path: str, limit: int | None, block_bytes: int) -> None:
+        self.path, self.limit, self.size = path, max_line_bytes(limit), max(int(block_bytes), 4)
+        self.stream = open_binary(path)
+        self.raw = getattr(self.stream, "fileobj", None) or self.stream
+        self.mark = 0
+
+    def consumed(self) -> int:
+        pos = self.raw.tell()
+        done, self.mark = pos - self.mark, pos
+        return done
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        finally:
+            self.raw.close()
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        line = 0
+        pending: list[bytes] = []
+        held = 0
+        while True:
+            data = self.stream.read(self.size)
+            if not data:
+                if held:
+                    tail = b"".join(pending)
+                    self._check_lengths(tail, line)
+                    yield tail, line
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                pending.append(data)
+                held += len(data)
+                if held > self.limit:  # a line (the first of these bytes) is too long
+                    raise too_long(self.path, line + 1, self.limit)
+                continue
+            block = b"".join([*pending, data[:cut + 1]]) if pending else data[:cut + 1]
+            rest = data[cut + 1:]
+            pending, held = ([rest], len(rest)) if rest else ([], 0)
+            self._check_lengths(block, line)
+            yield block, line
+            line += block.count(b"\n")
+
+    def _check_lengths(self, block: bytes, line: int) -> None:
+        """The stdlib rule: a line holds at most ``limit`` bytes besides its newline."""
+        if len(block) <= self.limit:
+            return
+        nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+        ends = nl + 1  # every line that ends in a newline, and the last one if not
+        has_nl = np.ones(len(ends), np.int64)
+        if not block.endswith(b"\n"):
+            ends, has_nl = np.r_[ends, len(block)], np.r_[has_nl, 0]
+        lens = np.diff(np.r_[0, ends])
+        bad = np.flatnonzero(lens - has_nl > self.limit)
+        if bad.size:
+            raise too_long(self.path, line + int(bad[0]) + 1, self.limit)
+
+
+def _line_batches(path, fields, limit, block_bytes, parse) -> Iterator[Batch]:
+    blocks = Blocks(path, limit, block_bytes)
+    try:
+        any_rows = False
+        for block, before in blocks:
+            cols = parse(block, before, fields)
+            if cols is None:  # the stdlib reader on the same lines
+                src = Lines(path, limit, block=block, first_line=before)
+                recs = jsonl_records(src) if parse is _jsonl_block else text_records(src)
+                rows = list(checked_rows(recs, fields))
+                batch = _from_rows(rows, fields, blocks.consumed(), True)
+            else:
+                n = len(next(iter(cols.values())))
+                batch = Batch(cols, n, blocks.consumed())
+            any_rows = any_rows or batch.n_rows > 0
+            yield batch
+        if not any_rows:
+            yield _from_rows([], fields, blocks.consumed(), True)
+    finally:
+        blocks.close()
+
+
+def _valid_utf8(block: bytes) -> bool:
+    import pyarrow as pa
+    arr = pa.Array.from_buffers(pa.large_string(), 1, [
+        None, pa.py_buffer(np.array([0, len(block)], np.int64)), pa.py_buffer(block)])
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
+    """The fields of a JSONL block read by pyarrow, or None when the stdlib must read it."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if before and block.startswith(_BOM):
+        return None  # Python refuses a BOM inside the file
+    if not _valid_utf8(block):
+        return None
+    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    schema = pa.schema([(f, pa.string()) for f in fields])
+    try:
+        table = pj.read_json(
+            pa.BufferReader(block),
+            read_options=pj.ReadOptions(use_threads=True, block_size=len(block) + 1),
+            parse_options=pj.ParseOptions(explicit_schema=schema,
+                                          unexpected_field_behavior="ignore"))
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != lines or _TWO_OBJECTS.search(block) is not None:
+        return None  # a blank line, or two objects on a line
+    if _may_nest_deeply(block, lines):  # Python's parser may refuse it
+        return None
+    cols = {}
+    for f in fields:
+        col = table.column(f)
+        if col.null_count:
+            return None
+        cols[f] = col.combine_chunks().cast(pa.large_string())
+    return cols
+
+
+def _may_nest_deeply(block: bytes, lines: int) -> bool:
+    """Whether a line of ``block`` may hold :data:`NESTING_GUARD` levels of nesting.
+
+    Sound only once every line is known to hold a JSON object (pyarrow's row
+    count equals the line count): each line then holds one ``{`` at least, and
+    the count beyond that bounds any one line's."""
+    openers = block.count(b"[") + block.count(b"{") - (lines - 1)
+    return openers >= NESTING_GUARD and _max_openers(block) >= NESTING_GUARD
+
+
+def _max_openers(block: bytes) -> int:
+    """Most ``[`` and ``{`` on one line of ``block`` (a bound of its nesting)."""
+    a = np.frombuffer(block, np.uint8)
+    line_of = np.cumsum(a == 10)
+    opens = (a == ord("[")) | (a == ord("{"))
+    return int(np.bincount(line_of[opens]).max()) if opens.any() else 0
+
+
+def _text_block(block: bytes, before: int, fields: list[str]) -> dict | None:
+    """Every line of a text block as a string (trailing ``\\r``/``\\n`` dropped)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    last_open = not block.endswith(b"\n")  # a last line with no newline (blocks are never empty)
+    if not before and block.startswith(_BOM):
+        block = block[3:]
+    if not _valid_utf8(block):
+        return None
+    ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + 1
+    if last_open:
+        ends = np.r_[ends, len(block)]
+    offsets = np.r_[np.int64(0), ends.astype(np.int64)]
+    arr = pa.Array.from_buffers(pa.large_string(), len(ends),
+                                [None, pa.py_buffer(offsets), pa.py_buffer(block)])
+    return {fields[0]: pc.utf8_rtrim(arr, characters="\r\n")}
+
+
+# ------------------------------------------------------------------ Parquet
+_STRING_TYPES = ("string", "large_string", "string_view")
+
+
+def _parquet_batches(path: str, fields: list[str]) -> Iterator[Batch]:
+    import pyarrow as pa
+    pq = require("pyarrow.parquet", "dataframe", "reading Parquet")
+    try:
+        pf = pq.ParquetFile(path)
+        names = list(pf.schema_arrow.names)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path}: cannot read Parquet: {e}") from None
+    missing = [f for f in fields if f not in names]
+    if missing:
+        raise no_column(path, missing[0], names)
+    return _parquet_rows(pa, pf, path, fields)
+
+
+def _parquet_rows(pa, pf, path, fields) -> Iterator[Batch]:
+    size = os.path.getsize(path)
+    total = max(pf.metadata.num_rows, 1)
+    row, reported = 0, 0
+    try:
+        for batch in pf.iter_batches(batch_size=PARQUET_BATCH, columns=fields):
+            cols = {f: _string_column(batch.column(f)) for f in fields}
+            if any(c is None for c in cols.values()):  # the stdlib checks name the row
+                data = batch.to_pydict()
+                recs = Records(path, ((row + i, {f: data[f][i] for f in fields})
+                                      for i in range(batch.num_rows)),
+                               list(fields), lambda: 0, lambda c: None, by_row=True)
+                rows = list(checked_rows(recs, fields))
+                cols = {f: pa.array([r[k] for r in rows], pa.large_string())
+                        for k, f in enumerate(fields)}
+            row += batch.num_rows
+            upto = size * row // total
+            yield Batch(cols, batch.num_rows, upto - reported)
+            reported = upto
+        yield Batch({f: pa.array([], pa.large_string()) for f in fields}, 0, size - reported)
+    except (OSError, ValueError) as e:
+        if isinstance(e, ValueError) and str(e).startswith(f"{path}:"):
+            raise
+        raise ValueError(f"{path}: cannot read Parquet: {e}") from None
+
+
+def _string_column(col) -> Any:
+    import pyarrow as pa
+    t = col.type
+    if pa.types.is_dictionary(t) and str(t.value_type) in _STRING_TYPES:
+        col = col.dictionary_decode()
+        t = col.type
+    if str(t) not in _STRING_TYPES or col.null_count:
+        return None
+    return col.cast(pa.large_string())
+
+
+# ------------------------------------------------------------------ whole files
+_TABLE_TYPES = ("string", "large_string", "int64", "bool")
+
+
+def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
+                     max_line_bytes: int | None = None, engine: str | None = None,
+                     progress: Any = False) -> tuple[dict, list[int]] | None:
+    """A whole JSONL or text file as columns of Python values, read by pyarrow.
+
+    Returns ``(columns, line of each row)``, the same as the stdlib reader's
+    table, or None when the arrow reader is not used or cannot show that it
+    is the same: then the caller reads the file with the stdlib reader (which
+    also raises the errors).  A JSONL file is taken only when every block is
+    plain (module notes), no value is null or missing, every column holds
+    strings, integers or booleans, and ``fields`` are strings.  ``progress``:
+    as the stdlib reader's, bytes of the file read (when the file is handed
+    back, the caller's progress must ignore the stdlib reader's reports of
+    bytes already reported: ``overlap.pipeline.tables`` does).
+    """
+    if fmt not in ("jsonl", "text") or choose_engine(engine, fmt) != "arrow":
+        return None
+    cols: dict[str, list] = {}
+    lines: list[int] = []
+    size = os.path.getsize(path)
+    # blocks of an eighth of the file (64 KiB to BLOCK_BYTES): progress along the way
+    blocks = Blocks(path, max_line_bytes, min(BLOCK_BYTES, max(1 << 16, size // 8)))
+    bar = make_progress(progress, size, "read", unit="B")
+    try:
+        for block, before in blocks:
+            if fmt == "text":
+                part = _text_block(block, before, ["text"])
+                if part is None:
+                    return None
+                part = {"text": part["text"].to_pylist()}
+            else:
+                part = _jsonl_table_block(block, before, fields)
+                if part is None:
+                    return None
+            n = len(next(iter(part.values()))) if part else 0
+            if n:
+                if not cols and not lines:
+                    cols = {k: [] for k in part}
+                if list(part) != list(cols):  # a key missing from some rows
+                    return None
+                for k, v in part.items():
+                    cols[k] += v
+                lines.extend(range(before + 1, before + 1 + n))
+            bar.update(blocks.consumed())  # a block taken (one handed back is not reported)
+        bar.update(blocks.consumed())
+    finally:
+        blocks.close()
+        bar.close()
+    if fmt == "text" and not lines:
+        cols = {"text": []}
+    return cols, lines
+
+
+def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    if before and block.startswith(_BOM):
+        return None
+    if not _valid_utf8(block):
+        return None
+    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    # first the rows, with no column inferred (pyarrow's type inference overflows
+    # its stack on a deeply nested value, so the nesting is checked before it)
+    options = pj.ReadOptions(use_threads=True, block_size=len(block) + 1)
+    try:
+        rows = pj.read_json(pa.BufferReader(block), read_options=options,
+                            parse_options=pj.ParseOptions(
+                                explicit_schema=pa.schema([]),
+                                unexpected_field_behavior="ignore")).num_rows
+    except (pa.ArrowException, ValueError):
+        return None
+    if rows != lines or _TWO_OBJECTS.search(block) is not None:
+        return None
+    if _may_nest_deeply(block, lines):
+        return None
+    try:
+        table = pj.read_json(pa.BufferReader(block), read_options=options)
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != lines:
+        return None
+    out = {}
+    for name, col in zip(table.column_names, table.columns):
+        if str(col.type) not in _TABLE_TYPES or col.null_count:
+            return None
+        out[name] = col.to_pylist()
+    for f in fields or ():
+        if f not in out or not isinstance(out[f][0], str):
+            return None
+    return out

@@ -1,0 +1,280 @@
+"""The arrow reader equals the stdlib reader row for row, and error for error.
+
+Files are assembled from adversarial lines (blank and whitespace lines, CRLF,
+BOMs, nulls, numbers, missing fields, two objects on a line, invalid UTF-8,
+lone surrogates, deep nesting, lines longer than the block) and read with
+tiny blocks, so that blocks are cut everywhere and long lines make the reader
+grow its block.  Good files are also checked against the plain-Python
+definitions of ``reference.readers``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overlap import _batches
+from overlap.stream_readers import read_chunks
+
+from reference import readers as ref
+
+pa = pytest.importorskip("pyarrow", reason="the arrow reader needs pyarrow")
+pq = pytest.importorskip("pyarrow.parquet", reason="the arrow reader needs pyarrow")
+
+GOOD_JSON = [
+    b'{"text": "plain words", "id": 1}',
+    b'{"id": [1, {"x": 2}], "text": "nested neighbours"}',
+    b'{"text": "caf\\u00e9 \\ud83d\\ude00 escaped"}',
+    '{"text": "ünïcödé 今天 😀"}'.encode(),
+    b'{"text": ""}',
+    b'{"text": "a\\u0000b \\/ \\" \\\\"}',
+    b'  {"text": "spaces around"}  ',
+    b'{"text": "x", "y": NaN, "z": Infinity, "w": 1e999}',
+    b'{"text": "x", "big": 123456789012345678901234567890}',
+    b'{"text": "first", "text": "second"}',
+    b'{"te\\u0078t": "escaped key"}',
+    b'{"text": "braces }{ inside"}',
+]
+BAD_JSON = [
+    b'{"text": 3}', b'{"text": null}', b'{"body": "no text"}', b'not json',
+    b'[1, 2]', b'{"text": "a"} {"text": "b"}', b'{"text": "a\\ud800"}',
+    b'{"text": "x", "y": "\\udc00"}', b'{"text": "bad \xff utf8"}',
+    b'{"text": "x", "y": "\xed\xa0\x80"}', b'{"text": ["a"]}', b'{"text": "x",}',
+    b'{"text": "x", "deep": ' + b"[" * 3000 + b"]" * 3000 + b"}",
+    # deep enough to overflow the stack of pyarrow's type inference (a crash)
+    b'{"text": "x", "deep": ' + b"[" * 200_000 + b"]" * 200_000 + b"}",
+    b'{"text": "x", "deep": ' + b"[" * 200_000 + b"]" * 200_000 + b"}\n" + b"\n" * 3000,
+    b'\xef\xbb\xbf{"text": "BOM inside the file"}',
+]
+BLANK = [b"", b"   ", b"\t", b"\x0c"]
+
+
+def _outcome(path, fields, engine, **kw):
+    try:
+        chunks = list(read_chunks(path, fields, engine=engine, **kw))
+    except ValueError as e:
+        return "error", str(e)
+    rows = []
+    for c in chunks:
+        cols = [c.columns[f] if isinstance(c.columns[f], list) else c.columns[f].to_pylist()
+                for f in fields]
+        assert all(len(col) == c.n_rows for col in cols)
+        rows += list(zip(*cols))
+    # an empty chunk may close a shard (carrying bytes after its last row)
+    # with one reader and not the other: the chunks with rows must agree
+    layout = [(c.path, c.first_row, c.shard_row, c.n_rows) for c in chunks if c.n_rows]
+    return "rows", rows, layout, sum(c.nbytes for c in chunks)
+
+
+def _same(path, fields, block, **kw):
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "BLOCK_BYTES", block)
+        arrow = _outcome(path, fields, "arrow", **kw)
+        python = _outcome(path, fields, "python", **kw)
+    assert arrow == python
+    return arrow
+
+
+def _write(path, data: bytes):
+    if path.endswith(".gz"):
+        data = gzip.compress(data)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+line = st.one_of(
+    st.sampled_from(GOOD_JSON), st.sampled_from(GOOD_JSON), st.sampled_from(BLANK),
+    st.builds(lambda n: b'{"text": "' + b"long " * n + b'"}', st.integers(10, 400)),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(line, max_size=30), bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)),
+       at=st.integers(0, 30), crlf=st.booleans(), bom=st.booleans(), final_nl=st.booleans(),
+       block=st.sampled_from([4, 16, 64, 1024, 1 << 20]), gz=st.booleans(),
+       chunk_rows=st.sampled_from([1, 3, 1000]))
+def test_jsonl_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines,
+                                                       bad, at, crlf, bom, final_nl, block,
+                                                       gz, chunk_rows):
+    if bad is not None:
+        lines = lines[:at] + [bad] + lines[at:]
+    nl = b"\r\n" if crlf else b"\n"
+    data = (b"\xef\xbb\xbf" if bom else b"") + nl.join(lines) + (nl if final_nl else b"")
+    path = str(tmp_path_factory.mktemp("j") / ("f.jsonl.gz" if gz else "f.jsonl"))
+    _write(path, data)
+    got = _same(path, ["text"], block, chunk_rows=chunk_rows)
+    if got[0] == "rows" and got[1]:
+        assert got[1] == ref.jsonl_rows(path, ["text"])
+
+
+text_line = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\n"),
+            max_size=12).map(lambda s: s.encode()),
+    st.sampled_from([b"", b"\r", b"a\rb", b"\xef\xbb\xbfbom", b"x\r\r", b"long " * 50]),
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(text_line, max_size=30), bad=st.booleans(), at=st.integers(0, 30),
+       bom=st.booleans(), final_nl=st.booleans(), block=st.sampled_from([4, 16, 256, 1 << 20]),
+       gz=st.booleans())
+def test_text_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines, bad,
+                                                      at, bom, final_nl, block, gz):
+    if bad:
+        lines = lines[:at] + [b"bad \xc3 utf8"] + lines[at:]
+    data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if final_nl else b"")
+    path = str(tmp_path_factory.mktemp("t") / ("f.text.gz" if gz else "f.text"))
+    _write(path, data)
+    got = _same(path, ["text"], block, chunk_rows=7)
+    if got[0] == "rows":
+        assert got[1] == ref.text_rows(path)
+
+
+@pytest.mark.parametrize("limit", [40, 41, 42, 100])
+@pytest.mark.parametrize("block", [4, 32, 1 << 20])
+def test_long_lines_are_refused_at_the_same_line(tmp_path, limit, block):
+    body = b'{"text": "' + b"x" * 29 + b'"}'  # 41 bytes
+    for name, data in [("a.jsonl", b'{"text": "s"}\n' + body + b"\n"),
+                       ("b.jsonl", b'{"text": "s"}\n' + body),
+                       ("c.text", b"short\n" + b"y" * 41 + b"\nz\n")]:
+        path = str(tmp_path / name)
+        _write(path, data)
+        got = _same(path, ["text"], block, max_line_bytes=limit)
+        assert (got[0] == "error") == (limit < 41), got
+        if got[0] == "error":
+            assert f"{name}:2: line longer than" in got[1]
+
+
+def test_a_line_longer_than_the_block_is_read_whole(tmp_path):
+    path = str(tmp_path / "l.jsonl")
+    texts = ["w " * 5000, "short", "v " * 20000]
+    _write(path, "".join(f'{{"text": "{t}"}}\n' for t in texts).encode())
+    got = _same(path, ["text"], 1000)
+    assert [r[0] for r in got[1]] == texts
+
+
+def test_arrow_reader_gives_arrow_columns_without_python_strings(tmp_path):
+    path = str(tmp_path / "a.jsonl")
+    _write(path, b'{"text": "a b"}\n{"text": "c"}\n')
+    (chunk,) = read_chunks(path, "text", engine="arrow")
+    assert isinstance(chunk.columns["text"], pa.Array)
+    assert chunk.columns["text"].type == pa.large_string()
+    (chunk,) = read_chunks(path, "text", engine="python")
+    assert chunk.columns["text"] == ["a b", "c"]
+
+
+@pytest.mark.parametrize("column, message", [
+    (pa.array(["a", None, "c"]), "p.parquet: row 1: field 'text' must be a string, got NoneType"),
+    (pa.array([1, 2, 3]), "p.parquet: row 0: field 'text' must be a string, got int"),
+    (pa.array(["a", "b", "c"]).dictionary_encode(), None),
+    (pa.array(["a", "b", "c"], pa.large_string()), None),
+])
+def test_parquet_rows_and_errors_equal_the_stdlib_reader(tmp_path, column,
+                                                         message):
+    path = str(tmp_path / "p.parquet")
+    pq.write_table(pa.table({"text": column, "id": [1, 2, 3]}), path, row_group_size=2)
+    got = _same(path, ["text"], 1 << 20, chunk_rows=2)
+    if message is None:
+        assert got[1] == [("a",), ("b",), ("c",)]
+    else:
+        assert got[0] == "error" and got[1].endswith(os.sep + message)
+    got = _same(path, ["body"], 1 << 20)
+    assert got[0] == "error" and "no column 'body'" in got[1]
+
+
+def test_mixed_format_folder_equals_the_stdlib_reader(tmp_path):
+    _write(str(tmp_path / "0.jsonl"), b'{"text": "j1"}\n\n{"text": "j2"}\n')
+    _write(str(tmp_path / "1.txt.gz"), b"t1\r\nt2\n")
+    _write(str(tmp_path / "2.csv"), b'text,id\n"c,1",1\n"c\n2",2\n')
+    pq.write_table(pa.table({"text": ["p1", "p2"]}), str(tmp_path / "3.parquet"))
+    _write(str(tmp_path / "4.tsv"), b"id\ttext\n1\ts1\n")
+    got = _same(str(tmp_path), ["text"], 8, chunk_rows=3)
+    assert [r[0] for r in got[1]] == ["j1", "j2", "t1", "t2", "c,1", "c\n2", "p1", "p2", "s1"]
+    assert got[3] == sum(os.path.getsize(tmp_path / f) for f in os.listdir(tmp_path)
+                         if not f.endswith(".gz"))  + os.path.getsize(tmp_path / "1.txt.gz")
+
+
+def test_engine_is_checked(tmp_path, monkeypatch):
+    path = str(tmp_path / "a.jsonl")
+    _write(path, b'{"text": "a"}\n')
+    with pytest.raises(ValueError, match="engine must be one of auto, arrow, python"):
+        list(read_chunks(path, engine="rust"))
+    monkeypatch.setenv("OVERLAP_READER", "fast")
+    with pytest.raises(ValueError, match="OVERLAP_READER must be one of"):
+        list(read_chunks(path))
+    monkeypatch.setenv("OVERLAP_READER", "python")
+    assert isinstance(next(read_chunks(path)).columns["text"], list)
+
+
+# ------------------------------------------------------------ whole files
+TABLE_JSON = GOOD_JSON + [
+    b'{"text": "with int", "n": 3, "ok": true}',
+    b'{"n": 4, "text": "keys swapped", "ok": false}',
+    b'{"text": "float", "n": 1.0}',
+    b'{"text": "null n", "n": null}',
+    b'{"text": "no n"}',
+    b'{"text": "label", "label": "x"}',
+    b'{"text": "nested", "n": {"a": 1}}',
+]
+
+
+def _table_outcome(path, engine, fields):
+    from overlap.pipeline.tables import read_fields, read_table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OVERLAP_READER", engine)
+        out = []
+        for read in (lambda: read_table(path), lambda: read_fields(path, fields)):
+            try:
+                out.append(("ok", read()))
+            except ValueError as e:
+                out.append(("error", str(e)))
+        return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(lines=st.lists(st.sampled_from(TABLE_JSON + BLANK), max_size=12),
+       bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)), at=st.integers(0, 12),
+       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]),
+       gz=st.booleans())
+def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad, at, block,
+                                                    fields, gz):
+    if bad is not None:
+        lines = lines[:at] + [bad] + lines[at:]
+    path = str(tmp_path_factory.mktemp("w") / ("f.jsonl.gz" if gz else "f.jsonl"))
+    _write(path, b"\n".join(lines) + b"\n")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "BLOCK_BYTES", block)
+        assert _table_outcome(path, "arrow", fields) == _table_outcome(path, "python", fields)
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(text_line, max_size=12), block=st.sampled_from([4, 64, 1 << 20]))
+def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, block):
+    path = str(tmp_path_factory.mktemp("w") / "f.txt")
+    _write(path, b"\n".join(lines))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "BLOCK_BYTES", block)
+        assert (_table_outcome(path, "arrow", ["text"])
+                == _table_outcome(path, "python", ["text"]))
+
+
+def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
+    # the fast path is taken (not only its fallback): the stdlib reader is not called
+    path = str(tmp_path / "a.jsonl")
+    _write(path, b'{"text": "a b", "id": 1}\n{"text": "c", "id": 2}\n')
+    from overlap import _readers
+    from overlap.pipeline.tables import read_fields
+
+    def refuse(*a, **k):
+        raise AssertionError("the stdlib reader ran")
+
+    monkeypatch.setattr(_readers, "json_line", refuse)
+    monkeypatch.setenv("OVERLAP_READER", "arrow")
+    cols, table = read_fields(path, ["text"])
+    assert cols == [["a b", "c"]] and table == {"text": ["a b", "c"], "id": [1, 2]}
