@@ -576,7 +576,10 @@ class ContaminationScanner:
             raise ValueError(f"chunk of {chunk.path} starts at row {chunk.first_row}, "
                              f"expected {self.n_rows}")
         col = chunk.columns[field_name]
-        if not all(type(v) is str for v in col):
+        # an Arrow column (the arrow reader's) is checked by the tokenizer in
+        # bulk (strings, no nulls); a list is checked here, row by row
+        if _texts.arrow_column(col, field_name) is None and not all(
+                type(v) is str for v in col):
             i = next(i for i, v in enumerate(col) if not isinstance(v, str))
             raise ValueError(f"{chunk.path}: row {chunk.shard_row + i + 1} of the shard has no "
                              f"text in field {field_name!r} (got {type_name(col[i])})")
