@@ -74,6 +74,30 @@ def check_unit_interval(value: Any, name: str, *, allow_zero: bool = True) -> fl
     return value
 
 
+#: The set measures, in the order of the kernels' ``Measure`` enum
+#: (``overlap/_kernels/_bounds.pxd``); the definitions are in docs/measures.md.
+MEASURES = ("dice", "jaccard", "cosine", "overlap", "containment")
+
+
+def check_measure(measure: Any, *, self_join: bool = False) -> int:
+    """``measure=``: one of MEASURES; returns its kernel code.
+
+    ``self_join``: the call lists each pair of one collection once (a
+    self-join, dedup), which an asymmetric measure cannot do.
+    """
+    if not isinstance(measure, str) or measure not in MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(map(repr, MEASURES))}, "
+                         f"got {measure!r}")
+    if self_join and measure == "containment":
+        raise ValueError(
+            "measure='containment' is asymmetric (how much of the query lies inside the "
+            "reference), so a self-join or dedup, which lists each pair once, cannot use it; "
+            "measure='overlap' scores a pair by how much of the smaller row lies inside the "
+            "larger (the larger of the two containments)"
+        )
+    return MEASURES.index(measure)
+
+
 def check_join_threshold(threshold: Any) -> float:
     """A threshold join's ``threshold``: in (0, 1] (at 0 every pair qualifies)."""
     t = check_unit_interval(threshold, "threshold")

@@ -48,7 +48,7 @@ from libc.string cimport memset
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels._hash cimport fmix64
-from overlap._kernels._bounds cimport DICE, need_count, rest_score, score
+from overlap._kernels._bounds cimport N_MEASURES, need_count, one_means_identical, rest_score, score
 from overlap._kernels._setops cimport topk_insert
 from overlap._kernels._sort cimport chunk_first_slots
 from overlap._kernels._cpu cimport current_level, cpu_detect_level
@@ -128,6 +128,7 @@ ctypedef struct Scratch:
     int64_t* nstamp          # F * NEED_CACHE
     int64_t epoch
     double thr
+    int measure              # the score (_bounds.Measure)
     int64_t n_blocks         # blocks counted
     int64_t n_cand           # references scored
     int64_t seed_r           # renumbered reference scored before the scan (-1: none)
@@ -176,8 +177,9 @@ cdef class BitsliceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index):
-        """Top-k of queries[start:stop] into out_*[start:stop].
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, int measure=0):
+        """Top-k of queries[start:stop] into out_*[start:stop]; ``measure`` is a
+        ``_bounds.Measure`` (0: dice).
 
         The queries' rows and sizes were checked when the Collection was made;
         a renumbered Collection (ids) is refused: results are written by row.
@@ -191,6 +193,8 @@ cdef class BitsliceIndex:
                 or out_score.shape[0] < stop or out_score.shape[1] != k
                 or out_index.shape[0] < stop or out_index.shape[1] != k):
             raise ValueError("BitsliceIndex.top_k: inconsistent arguments")
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"BitsliceIndex.top_k: measure {measure} is not a _bounds.Measure")
         if exclude_self and Q.n != self.x.n:
             raise ValueError("exclude_self needs the references as queries")
         if longest_row(queries.arrays[0], Q.F, Q.n, start, stop) > max_row:
@@ -206,6 +210,7 @@ cdef class BitsliceIndex:
         T.k = k
         T.floor_score = min_score
         T.exclude = exclude_self
+        T.measure = measure
         T.max_row = max_row
         T.kern = kernels_for(current_level())
         cdef int ok = run_queries(&BITSLICE_HOOKS, &T, Q, start, stop, k, n_threads,
@@ -462,11 +467,11 @@ cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
     """need_count for field f at size z under the running threshold (cached)."""
     cdef int64_t i
     if z >= NEED_CACHE:
-        return need_count(DICE, s.thr, s.q[f], z)
+        return need_count(s.measure, s.thr, s.q[f], z)
     i = f * NEED_CACHE + z
     if s.nstamp[i] != s.epoch:
         s.nstamp[i] = s.epoch
-        s.ncache[i] = <int32_t>need_count(DICE, s.thr, s.q[f], z)
+        s.ncache[i] = <int32_t>need_count(s.measure, s.thr, s.q[f], z)
     return s.ncache[i]
 
 
@@ -558,7 +563,7 @@ cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk) n
         z = zlo
     if z > zhi:
         z = zhi
-    return rest_score(DICE, s.q[0], s.m[0], z)
+    return rest_score(s.measure, s.q[0], s.m[0], z)
 
 
 cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
@@ -641,7 +646,7 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
                 c = s.rare_counts[f * X.n + r]  # read only where a rare token touched r
             if s.n_frequent[f] > 0:
                 c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.n_planes[f], j, x)
-            d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
+            d = score(s.measure, c, s.q[f], X.zs[f * X.n + r])
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
@@ -661,7 +666,7 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
         for t in range(s.n_frequent[f]):
             row = s.rows[f * s.rowcap + t]
             c += (row[r >> 6] >> (r & 63)) & 1
-        d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
+        d = score(s.measure, c, s.q[f], X.zs[f * X.n + r])
         if d < sc:
             sc = d
     s.n_cand += 1
@@ -757,7 +762,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
                 bd = -1.0
             if bu < 0.0 and bd < 0.0:
                 break
-            if s.top.nk == k and s.top.ks[k - 1] >= 1.0 and not seed_kept(X, s):
+            if (s.top.nk == k and s.top.ks[k - 1] >= 1.0 and one_means_identical(s.measure)
+                    and not seed_kept(X, s)):
                 # k identical references found by the scan: an equal one has
                 # the same sizes in every field, so it lies in the run being
                 # scanned upwards (renumbered by original index within equal
@@ -782,6 +788,7 @@ ctypedef struct BTask:
     int k
     double floor_score
     bint exclude             # skip reference qi (all-vs-rest)
+    int measure              # the score (_bounds.Measure)
     int64_t max_row
     Kernels kern             # the block kernels of the call's CPU level
 
@@ -797,6 +804,7 @@ cdef void* bitslice_scratch_new(const void* ctx) noexcept nogil:
     if s == NULL:
         return NULL
     s.rowcap = rowcap
+    s.measure = T.measure
     s.rows = <const uint64_t**>malloc(F * rowcap * sizeof(uint64_t*))
     s.rare_counts = <int32_t*>calloc(F * nref, sizeof(int32_t))
     s.touched_words = <uint64_t*>calloc(F * nw, sizeof(uint64_t))

@@ -82,6 +82,14 @@ cdef inline double score(int m, int64_t i, int64_t a, int64_t b) noexcept nogil:
     return extended_score(m, i, a, b)
 
 
+cdef inline bint one_means_identical(int m) noexcept nogil:
+    """Does a score of 1.0 mean the two rows are equal?  For dice, jaccard and
+    cosine it does (i = a = b); for overlap and containment a row inside a
+    larger one scores 1.0 too, so shortcuts that stop at an identical row do
+    not apply."""
+    return m == DICE or m == JACCARD or m == COSINE
+
+
 cdef inline double best_score(int m, int64_t a, int64_t b) noexcept nogil:
     """The highest score two rows of sizes a and b can have (they share min(a, b))."""
     return score(m, a if a < b else b, a, b)

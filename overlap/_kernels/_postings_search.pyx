@@ -42,7 +42,7 @@ from libc.stdlib cimport calloc, free
 
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport (
-    DICE, may_reach, peak_rest_score, prune_cut, rest_score, size_window,
+    N_MEASURES, may_reach, one_means_identical, peak_rest_score, prune_cut, rest_score, size_window,
     window_differing_bits,
 )
 from overlap._kernels._candidates cimport (
@@ -228,10 +228,14 @@ cdef class ReferenceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index, ScratchPool pool=None):
-        """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool)."""
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, ScratchPool pool=None,
+              int measure=0):
+        """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool);
+        ``measure`` is a ``_bounds.Measure`` (0: dice)."""
         cdef int pool_size
         check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"overlap search: measure {measure} is not a _bounds.Measure")
         self._check_renumbered(queries, exclude_self)
         # a renumbered query i writes row ids[i]: any row of the outputs
         cdef int64_t rows = stop if queries.c.id == NULL else queries.c.n
@@ -251,14 +255,14 @@ cdef class ReferenceIndex:
         cdef int ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
                                   k, min_score, exclude_self, max_row, max_mass, n_threads,
                                   &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
-                                  slots, pool_size)
+                                  slots, pool_size, measure)
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap search: out of memory for per-thread scratch")
 
     def join(self, Collection queries, int64_t start, int64_t stop, double threshold,
              bint upper_only, int64_t max_row, int64_t max_mass, int n_threads,
-             ScratchPool pool=None):
+             ScratchPool pool=None, int measure=0):
         """Pairs (i, j, score) with score >= threshold for queries[start:stop] (unsorted).
 
         With ``upper_only`` only references j > i are considered (self-join).
@@ -266,6 +270,8 @@ cdef class ReferenceIndex:
         """
         cdef int pool_size
         check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"overlap search: measure {measure} is not a _bounds.Measure")
         self._check_renumbered(queries, upper_only)
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, 1,
                                         &pool_size)
@@ -280,7 +286,7 @@ cdef class ReferenceIndex:
         try:
             ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
                              1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
-                             &sv[0, 0], slots, pool_size)
+                             &sv[0, 0], slots, pool_size, measure)
             self.last_stats = stats.sum(axis=0)
             for t in range(n_buffers):
                 if bufs[t].failed:
@@ -359,12 +365,13 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
     sf.driver = driver
     sf.q = q
     sf.cut = cut
+    sf.measure = T.measure
     for g in range(sf.F):
         if g == driver:
             sf.allowed[g] = sf.b
             continue
-        size_window(DICE, u.sizes[g], cut, &lo, &hi)
-        sf.allowed[g] = window_differing_bits(DICE, u.sizes[g], hi, cut, sf.b)
+        size_window(T.measure, u.sizes[g], cut, &lo, &hi)
+        sf.allowed[g] = window_differing_bits(T.measure, u.sizes[g], hi, cut, sf.b)
 
 
 
@@ -459,15 +466,15 @@ cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
     """
     cdef double floor = T.floor_score, cut = prune_cut(T.floor_score)
     cdef int64_t rest = u.rest, cost = 0, m, t, x, zlo, zhi
-    size_window(DICE, q, cut, &zlo, &zhi)
+    size_window(T.measure, q, cut, &zlo, &zhi)
     if zmin > zlo:
         zlo = zmin
     for m in range(u.n_tokens):
-        if floor > 0.0 and peak_rest_score(DICE, q, rest) < floor:
+        if floor > 0.0 and peak_rest_score(T.measure, q, rest) < floor:
             break
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
-        if may_reach(DICE, x, q, x, cut):
+        if may_reach(T.measure, x, q, x, cut):
             if T.X.tinfo[s.post_vid[t]].ng == 0:
                 # a short posting: its length bounds its window (reading its
                 # sizes would cost a random read for a few entries)
@@ -611,7 +618,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int64_t p, a, b, r, e, gain, ref_count, z
     # the whole window: exact counts (a candidate's bound stays the one
     # set when it was admitted, still valid, and looser than its count)
-    size_window(DICE, q, cut, &a, &b)
+    size_window(T.measure, q, cut, &a, &b)
     window_range(X, s.post_vid[t], a, b, &a, &b)
     s.n_post += b - a
     for p in range(a, b):
@@ -631,7 +638,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
             continue
         e = X.psuf[p]
         z = ent[p].size
-        if not may_reach(DICE, e if e < rest else rest, q, z, cut):
+        if not may_reach(T.measure, e if e < rest else rest, q, z, cut):
             continue
         ref_count = pcnt[p] if pcnt != NULL else 1
         gain = e - ref_count
@@ -678,7 +685,7 @@ cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
     # it now, after the running threshold rose, cannot reach the
     # threshold any more: leaving its count short only lowers its bound.)
     sig_prepare(T, u, u.driver, q, cut, &sf)
-    walk_start(&walk, X, s.post_vid[t], q, rest, cut, q0 if upper and u.driver == 0 else 0)
+    walk_start(&walk, X, T.measure, s.post_vid[t], q, rest, cut, q0 if upper and u.driver == 0 else 0)
     while True:
         # gather a batch of the entries that pass, asking for their
         # references' state as they come (random reads that then overlap),
@@ -764,7 +771,7 @@ cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratc
     cdef const Index* X = T.X
     cdef int64_t t, lo, hi, g, step
     cdef const TokenInfo* ti
-    size_window(DICE, u.size, cut, &lo, &hi)
+    size_window(T.measure, u.size, cut, &lo, &hi)
     if m + 3 < u.n_tokens:
         t = <int64_t>(s.order[m + 3] & ((1 << QUERY_TOKEN_BITS) - 1))
         overlap_prefetch(&X.tinfo[s.post_vid[t]])
@@ -794,16 +801,16 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
     cdef double thr, cut
     for m in range(u.n_tokens):
         thr = current_threshold(s, T.k, T.floor_score)
-        if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
+        if thr > 0.0 and peak_rest_score(T.measure, u.size, u.rest) < thr:
             break  # query prefix exhausted: no new reference can reach the threshold
         if (T.upper_only and u.driver == 0
-                and rest_score(DICE, u.size, u.rest, u.size) < thr):
+                and rest_score(T.measure, u.size, u.rest, u.size) < thr):
             break  # the same for a self-join's references, none smaller than the query
         cut = prune_cut(thr)
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         qcount = s.qcount[t]
         x = s.post_maxe[t] if s.post_maxe[t] < u.rest else u.rest
-        if not may_reach(DICE, x, u.size, x, cut):
+        if not may_reach(T.measure, x, u.size, x, cut):
             # no entry of this posting can be admitted: leave it unread and
             # let its mass widen every candidate's bound instead
             u.skipped += qcount
@@ -814,7 +821,7 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
             # so the threshold that filters its admissions is as high as it can be
             verify_top_partials(T, u, s)
             thr = current_threshold(s, T.k, T.floor_score)
-            if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
+            if thr > 0.0 and peak_rest_score(T.measure, u.size, u.rest) < thr:
                 break
             cut = prune_cut(thr)
         prefetch_next_walks(T, u, s, m, cut)
@@ -850,12 +857,12 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     cdef int j, got
     sig_prepare(T, v, v.driver, q, cut, &sf)
     for m in range(v.n_tokens):
-        if thr > 0.0 and peak_rest_score(DICE, q, rest) < thr:
+        if thr > 0.0 and peak_rest_score(T.measure, q, rest) < thr:
             break
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
-        if may_reach(DICE, x, q, x, cut):
-            walk_start(&walk, T.X, s.post_vid[t], q, rest, cut, 0)
+        if may_reach(T.measure, x, q, x, cut):
+            walk_start(&walk, T.X, T.measure, s.post_vid[t], q, rest, cut, 0)
             while True:
                 got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH)
                 for j in range(got):
@@ -908,6 +915,7 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
     if not prepare_query(T, qi, &u):
         return
     if (T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and T.Q.fp != NULL
+            and one_means_identical(T.measure)
             and exact_duplicate(T, &u, s)):
         return
     if not choose_driver(T, &u, s):
@@ -959,7 +967,7 @@ cdef int run_postings(const Coll* Q, const Coll* R, const Index* X, int64_t star
                       int64_t stop, int mode, int k, double floor_score, bint exclude,
                       int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
                       int64_t* out_i, PairBuf* bufs, int64_t* stats,
-                      Scratch** pool, int pool_size) noexcept nogil:
+                      Scratch** pool, int pool_size, int measure) noexcept nogil:
     """Run queries[start:stop] on the runner; 0 on success, 1 if scratch allocation failed.
 
     ``exclude``: skip reference qi (top-k) or the self-join (join); ``bufs``
@@ -970,6 +978,7 @@ cdef int run_postings(const Coll* Q, const Coll* R, const Index* X, int64_t star
     T.R = R
     T.X = X
     T.mode = mode
+    T.measure = measure
     T.k = k
     T.floor_score = floor_score
     T.skip_self = exclude and mode == MODE_TOPK

@@ -7,7 +7,7 @@ from libc.stdint cimport uint64_t, int64_t, int32_t
 
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport (
-    DICE, differing_may_reach, may_reach, reach_count, reaching_bits, rest_caps_window,
+    differing_may_reach, may_reach, reach_count, reaching_bits, rest_caps_window,
     size_window,
 )
 from overlap._kernels._signatures cimport popcount64, sig_scan_fn
@@ -32,6 +32,7 @@ ctypedef struct SigFilter:
     int driver           # the scanned field: the entry gives the reference's size in it
     int64_t q            # the query's size in the scanned field
     double cut           # the scan's cut (a prune_cut)
+    int measure          # the score (_bounds.Measure)
     int allowed[_limits.MAX_FIELDS]   # other fields: most differing bits a match can show
     sig_scan_fn scan     # the group signature test (walk_fill) of the call's CPU level
 
@@ -45,7 +46,7 @@ cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexc
     for g in range(sf.F):
         d = popcount64((x >> (g * sf.b)) & sf.mask)
         if g == sf.driver:
-            if not differing_may_reach(DICE, sf.q, z, d, sf.cut):
+            if not differing_may_reach(sf.measure, sf.q, z, d, sf.cut):
                 return False
         elif d > sf.allowed[g]:
             return False
@@ -107,6 +108,7 @@ ctypedef struct Walk:
     int64_t q            # the query's size and its mass from this token on
     int64_t rest
     double cut
+    int measure
     bint grouped
     bint cut_short       # some entry in the window failed the positional filter
     int64_t n_read       # entries looked at
@@ -115,11 +117,12 @@ ctypedef struct Walk:
                          # the scanned field for the open group's size (-1: none pass)
 
 
-cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int64_t rest,
+cdef inline void walk_start(Walk* w, const Index* X, int m, int64_t vid, int64_t q, int64_t rest,
                             double cut, int64_t zmin) noexcept nogil:
     """Start a walk over posting vid for a query of size q with mass rest left;
     sizes below zmin are left out of the window too (0: none)."""
     w.X = X
+    w.measure = m
     w.q = q
     w.rest = rest
     w.cut = cut
@@ -127,10 +130,10 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     w.n_read = 0
     cdef const TokenInfo* ti = &X.tinfo[vid]
     w.post_end = ti.end
-    size_window(DICE, q, cut, &w.zlo, &w.zhi)
+    size_window(m, q, cut, &w.zlo, &w.zhi)
     if zmin > w.zlo:
         w.zlo = zmin
-    if rest_caps_window(DICE, q, rest, cut, &w.zhi):
+    if rest_caps_window(m, q, rest, cut, &w.zhi):
         w.cut_short = True
     w.g = ti.g0
     w.g_end = ti.g0 + ti.ng
@@ -150,7 +153,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
             if gr.size > w.zhi:
                 break
             e = gr.top if gr.top < rest else rest
-            if may_reach(DICE, e, q, gr.size, cut):
+            if may_reach(m, e, q, gr.size, cut):
                 overlap_prefetch(&X.psuf[gr.start])
                 overlap_prefetch(&X.psig[gr.start])
             g += 1
@@ -178,7 +181,7 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
             continue
         w.n_read += 1
         e = psuf[w.p - 1]
-        if may_reach(DICE, e if e < w.rest else w.rest, w.q, z, w.cut):
+        if may_reach(w.measure, e if e < w.rest else w.rest, w.q, z, w.cut):
             w.z = z
             return w.p - 1
         w.cut_short = True
@@ -218,7 +221,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
         if z > w.zhi:
             return False
         e = grp.top
-        if not may_reach(DICE, e if e < rest else rest, w.q, z, w.cut):
+        if not may_reach(w.measure, e if e < rest else rest, w.q, z, w.cut):
             # the group's largest suffix mass fails: skip it unread
             w.cut_short = True
             continue
@@ -229,7 +232,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
                            else w.post_end)
         # an entry passes when may_reach(min(e, rest)); rest passes (the top
         # did), so exactly when e reaches the smallest count that passes
-        emin = reach_count(DICE, w.q, z, w.cut)
+        emin = reach_count(w.measure, w.q, z, w.cut)
         p = grp.start + 1   # its first entry holds the top, which passed
         while p < gend and psuf[p] >= emin:
             p += 1
@@ -241,7 +244,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
         w.p = grp.start
         w.end = p
         if sf.active:
-            w.sig_driver = reaching_bits(DICE, sf.q, z, sf.cut, sf.b)
+            w.sig_driver = reaching_bits(sf.measure, sf.q, z, sf.cut, sf.b)
         return True
 
 
