@@ -27,6 +27,20 @@ vocabulary, median 9 ids a row), in two groups:
   then the per-row path), timed once.
 
 The previous paths must return our token sets exactly.
+
+Texts already in an Arrow column (issue 29): ``TokenSets.from_texts`` on 1M
+W-shaped utterances (the scale corpus's id rows written as text with
+``_workload.word``: about 55 characters a row) in a pyarrow ``string``
+column, read from its buffers, against the same strings as a Python list, on
+one thread and on all of them, in two groups:
+
+* the text as generated: 47 % of its rows hold a non-ASCII character (every
+  97th word ends in "é", and "’" is a frequent word), and those rows go
+  through the str path;
+* the same text made ASCII ("é" -> "e", "’" -> "''"), like most English
+  JSONL: every row is tokenized on its bytes.
+
+The Arrow path must return the list path's token sets exactly.
 """
 
 from __future__ import annotations
@@ -39,7 +53,7 @@ import overlap
 from overlap import TokenSets, _ids
 
 from ._peers import python_token_sets, sklearn_binary_matrix
-from ._workload import IDS_LEN_LOG_MEAN, Zipf, _utterances
+from ._workload import IDS_LEN_LOG_MEAN, W_VOCAB, Zipf, _utterances, word
 from .conftest import THREADS, describe, run_once
 
 G = "tokenize: every W text, wordpunct"
@@ -173,3 +187,64 @@ def test_previous_from_ids_arrow(benchmark, id_rows, id_column, id_expected):
     _ids_info(benchmark, id_rows, side="peer", peer="previous from_ids of to_numpy()",
               exact=True, timed="to_numpy(zero_copy_only=False) + per-row checks + hash",
               n_threads=overlap.effective_n_threads(None))
+
+
+# ------------------------------------------- from_texts of an Arrow column (issue 29)
+G_TEXT_ARROW = "from_texts_arrow: 1M W-shaped rows, Arrow column vs list"
+G_TEXT_ARROW_ASCII = "from_texts_arrow: 1M ASCII rows, Arrow column vs list"
+TEXT_ROWS = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def row_texts():
+    """1M W-shaped utterances as text: ``{"w-text": [...], "ascii": [...]}``."""
+    indptr, ids = _utterances(np.random.default_rng(2929), Zipf(W_VOCAB), TEXT_ROWS)
+    vocab = [word(i) for i in range(int(ids.max()) + 1)]
+    toks = [vocab[i] for i in ids.tolist()]
+    texts = [" ".join(toks[a:b]) for a, b in zip(indptr[:-1].tolist(), indptr[1:].tolist())]
+    ascii_ = [t.replace("é", "e").replace("’", "\'\'") for t in texts]
+    assert all(t.isascii() for t in ascii_)
+    return {"w-text": texts, "ascii": ascii_}
+
+
+@pytest.fixture(scope="module")
+def row_columns(row_texts):
+    pa = pytest.importorskip("pyarrow", reason="optional extra: pyarrow")
+    return {k: pa.array(v, pa.string()) for k, v in row_texts.items()}
+
+
+@pytest.fixture(scope="module")
+def row_expected(row_texts):
+    return {k: TokenSets.from_texts(v, n_threads=1) for k, v in row_texts.items()}
+
+
+def _rows_info(benchmark, texts, **kw):
+    describe(benchmark, rows=len(texts), characters=sum(map(len, texts)),
+             non_ascii_rows=sum(not t.isascii() for t in texts), **kw)
+
+
+CORPORA = [pytest.param("w-text", id="w-text"), pytest.param("ascii", id="ascii")]
+GROUPS = {"w-text": G_TEXT_ARROW, "ascii": G_TEXT_ARROW_ASCII}
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("n_threads", THREADS)
+def test_ours_from_texts_arrow(benchmark, row_texts, row_columns, row_expected, corpus,
+                               n_threads):
+    benchmark.group = GROUPS[corpus]
+    ts = benchmark(TokenSets.from_texts, row_columns[corpus], n_threads=n_threads)
+    assert ts == row_expected[corpus]
+    _rows_info(benchmark, row_texts[corpus], side="ours",
+               timed="TokenSets.from_texts(pa.array(texts))",
+               n_threads=n_threads or overlap.effective_n_threads(None))
+
+
+@pytest.mark.parametrize("corpus", CORPORA)
+@pytest.mark.parametrize("n_threads", THREADS)
+def test_list_from_texts_arrow(benchmark, row_texts, row_expected, corpus, n_threads):
+    benchmark.group = GROUPS[corpus]
+    ts = benchmark(TokenSets.from_texts, row_texts[corpus], n_threads=n_threads)
+    assert ts == row_expected[corpus]
+    _rows_info(benchmark, row_texts[corpus], side="peer", peer="from_texts(list of str)",
+               exact=True, timed="TokenSets.from_texts(texts)",
+               n_threads=n_threads or overlap.effective_n_threads(None))

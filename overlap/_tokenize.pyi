@@ -17,3 +17,16 @@ def finalize_rows(
     multiset: bool,
     n_threads: int,
 ) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint32] | None]: ...
+def lower_matches_str_lower() -> bool: ...
+def use_c_for_non_ascii(enabled: bool | None = None) -> bool: ...
+def scan_utf8(
+    offsets: NDArray[np.int32] | NDArray[np.int64],
+    data: NDArray[np.uint8],
+    mode: int,
+    seed: int,
+    ngram: int,
+    multiset: bool,
+    n_threads: int,
+    name: str = "texts",
+    base: int = 0,
+) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.uint32] | None]: ...

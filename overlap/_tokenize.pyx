@@ -8,12 +8,14 @@ sorts and de-duplicates every row.
 
 import numpy as np
 cimport numpy as cnp
-from cython.parallel cimport prange
-from libc.stdint cimport uint64_t, int64_t, uint32_t, uint8_t, uintptr_t
-
+from cython.parallel cimport prange, parallel
+from libc.stdlib cimport malloc, free
+from libc.stdint cimport uint64_t, int64_t, int32_t, uint32_t, uint8_t, uintptr_t
+from libc.string cimport memcpy
+from cpython.unicode cimport PyUnicode_DecodeUTF8
 
 from overlap._kernels._hash cimport (
-    seed_basis, fnv_codepoint, finish_token, hash_id, ngram_step,
+    seed_basis, fnv_byte, fnv_codepoint, finish_token, hash_id, ngram_step,
 )
 from overlap._kernels._sort cimport sort_u64
 
@@ -26,6 +28,7 @@ cdef extern from "Python.h":
     Py_UCS4 PyUnicode_READ(int kind, const void* data, Py_ssize_t index) nogil
     bint Py_UNICODE_ISSPACE(Py_UCS4 ch) nogil
     bint Py_UNICODE_ISALNUM(Py_UCS4 ch) nogil
+    Py_UCS4 Py_UNICODE_TOLOWER(Py_UCS4 ch) nogil
 
 # Tokenizer modes; keep in sync with overlap/tokensets.py.
 cdef enum:
@@ -333,3 +336,367 @@ def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngr
                 if multiset:
                     oc[ip[i] + k] = cv[indptr[i] + k]
     return new_indptr, out, (out_cnt if multiset else None)
+
+
+# ------------------------------------------------------------ UTF-8 buffers
+# Rows of an Arrow string column: ``data[offsets[i]:offsets[i + 1]]`` holds the
+# UTF-8 bytes of row i.  An ASCII row (every byte < 0x80) is lower-cased and
+# tokenized on its bytes: for ASCII, str.lower maps exactly A-Z to a-z, one code
+# point is one byte and its UTF-8 encoding is itself, so the scan below is
+# scan_one on the lowered string step for step.  Other rows are decoded in C
+# and each code point lower-cased with Py_UNICODE_TOLOWER, then scan_one reads
+# them: str.lower maps each code point on its own (CPython's lower_ucs4) except
+# U+03A3 (final sigma, by context) and U+0130 (two code points), and a row
+# holding either goes to Python; that TOLOWER equals str.lower everywhere else
+# is checked once per process against str.lower of every code point
+# (lower_matches_str_lower), and without that every non-ASCII row goes to
+# Python.  Python also decodes every row that is not valid UTF-8 (and raises).
+
+ctypedef fused offset_t:
+    int32_t
+    int64_t
+
+cdef enum:
+    CLS_SPACE = 0
+    CLS_WORD = 1
+    CLS_OTHER = 2
+
+# the class of every ASCII byte after lower-casing, as is_space/is_word say,
+# and the position of every ASCII byte in string.punctuation (-1: not in it)
+cdef uint8_t ASCII_CLASS[128]
+cdef int ASCII_PUNCT_POS[128]
+
+
+cdef void _init_ascii_tables() noexcept:
+    cdef int c, s
+    for c in range(128):
+        if is_space(c):
+            ASCII_CLASS[c] = CLS_SPACE
+        elif is_word(c):
+            ASCII_CLASS[c] = CLS_WORD
+        else:
+            ASCII_CLASS[c] = CLS_OTHER
+        ASCII_PUNCT_POS[c] = -1
+    for s in range(PUNCT_LEN):
+        ASCII_PUNCT_POS[<uint8_t>PUNCT[s]] = s
+
+
+_init_ascii_tables()
+
+
+cdef inline uint8_t lower_ascii(uint8_t c) noexcept nogil:
+    return c + 32 if (c >= 65 and c <= 90) else c
+
+
+cdef inline bint is_ascii(const uint8_t* p, Py_ssize_t n) noexcept nogil:
+    cdef uint64_t acc = 0, w
+    cdef Py_ssize_t i = 0
+    while i + 8 <= n:
+        memcpy(&w, p + i, 8)
+        acc |= w
+        i += 8
+    while i < n:
+        acc |= p[i]
+        i += 1
+    return (acc & <uint64_t>0x8080808080808080ULL) == 0
+
+
+cdef inline bint ascii_in_punctuation(const uint8_t* p, Py_ssize_t a, Py_ssize_t b) noexcept nogil:
+    """Is lower(text[a:b]) a substring of string.punctuation? (ASCII bytes)"""
+    cdef Py_ssize_t n = b - a, k
+    cdef int s
+    if n > PUNCT_LEN:
+        return False
+    s = ASCII_PUNCT_POS[lower_ascii(p[a])]  # its characters are distinct: one start
+    if s < 0 or s + n > PUNCT_LEN:
+        return False
+    for k in range(1, n):
+        if lower_ascii(p[a + k]) != <uint8_t>PUNCT[s + k]:
+            return False
+    return True
+
+
+cdef inline uint64_t hash_ascii(const uint8_t* p, Py_ssize_t a, Py_ssize_t b,
+                                uint64_t basis) noexcept nogil:
+    cdef uint64_t h = basis
+    cdef Py_ssize_t i
+    for i in range(a, b):
+        h = fnv_byte(h, lower_ascii(p[i]))
+    return finish_token(h, <uint64_t>(b - a))
+
+
+cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis,
+                        uint64_t* out) noexcept nogil:
+    """scan_one of the lower-cased ASCII bytes ``p[:n]`` (every byte < 0x80).
+
+    The same token boundaries (ASCII_CLASS is is_space/is_word) and the same
+    hashes (one byte per code point, fed as it is read).
+    """
+    cdef Py_ssize_t i = 0, start
+    cdef int64_t m = 0
+    cdef uint8_t k, c
+    cdef uint64_t h
+    if mode == MODE_WHOLE:
+        out[0] = hash_ascii(p, 0, n, basis)
+        return 1
+    while i < n:
+        c = p[i]
+        k = ASCII_CLASS[c]
+        if k == CLS_SPACE:
+            i += 1
+            continue
+        start = i
+        i += 1
+        h = fnv_byte(basis, lower_ascii(c))
+        if mode == MODE_CHAR:
+            pass
+        elif mode == MODE_WHITESPACE:
+            while i < n:
+                c = p[i]
+                if ASCII_CLASS[c] == CLS_SPACE:
+                    break
+                h = fnv_byte(h, lower_ascii(c))
+                i += 1
+        else:  # wordpunct, and intl (no ASCII code point is a single)
+            while i < n:
+                c = p[i]
+                if ASCII_CLASS[c] != k:
+                    break
+                h = fnv_byte(h, lower_ascii(c))
+                i += 1
+            if ascii_in_punctuation(p, start, i):
+                continue
+        out[m] = finish_token(h, <uint64_t>(i - start))
+        m += 1
+    return m
+
+
+cdef int64_t decode_lower(const uint8_t* p, Py_ssize_t n, uint32_t* out) noexcept nogil:
+    """The lower-cased code points of the UTF-8 bytes ``p[:n]``; -1 when they are not
+    well-formed UTF-8 or hold U+0130 or U+03A3 (str.lower is not per code point there)."""
+    cdef Py_ssize_t i = 0
+    cdef int64_t m = 0
+    cdef uint32_t c, b1, b2, b3
+    while i < n:
+        c = p[i]
+        if c < 0x80:
+            out[m] = lower_ascii(<uint8_t>c)
+            m += 1
+            i += 1
+            continue
+        if c < 0xC2:
+            return -1
+        if c < 0xE0:                    # C2..DF 80..BF
+            if i + 1 >= n:
+                return -1
+            b1 = p[i + 1]
+            if b1 < 0x80 or b1 > 0xBF:
+                return -1
+            c = ((c & 0x1F) << 6) | (b1 & 0x3F)
+            i += 2
+        elif c < 0xF0:                  # E0 A0..BF | E1..EC 80..BF | ED 80..9F | EE..EF 80..BF
+            if i + 2 >= n:
+                return -1
+            b1 = p[i + 1]
+            b2 = p[i + 2]
+            if (b1 < (0xA0 if c == 0xE0 else 0x80) or b1 > (0x9F if c == 0xED else 0xBF)
+                    or b2 < 0x80 or b2 > 0xBF):
+                return -1
+            c = ((c & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+            i += 3
+        elif c < 0xF5:                  # F0 90..BF | F1..F3 80..BF | F4 80..8F, then 2 x 80..BF
+            if i + 3 >= n:
+                return -1
+            b1 = p[i + 1]
+            b2 = p[i + 2]
+            b3 = p[i + 3]
+            if (b1 < (0x90 if c == 0xF0 else 0x80) or b1 > (0x8F if c == 0xF4 else 0xBF)
+                    or b2 < 0x80 or b2 > 0xBF or b3 < 0x80 or b3 > 0xBF):
+                return -1
+            c = ((c & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+            i += 4
+        else:
+            return -1
+        if c == 0x130 or c == 0x3A3:
+            return -1
+        out[m] = Py_UNICODE_TOLOWER(c)
+        m += 1
+    return m
+
+
+cdef int _lower_ok = -1  # -1: not checked yet
+cdef int64_t WIDE_ROW_BYTES = 1 << 22
+
+
+def lower_matches_str_lower():
+    """Is ``str.lower`` of every code point but U+03A3 what decode_lower writes?
+
+    One ``str.lower`` of all of them in a row (context matters only for U+03A3,
+    left out), compared with Py_UNICODE_TOLOWER, U+0130 with its two code points.
+    Checked once per process; the answer is kept.
+    """
+    global _lower_ok
+    if _lower_ok >= 0:
+        return bool(_lower_ok)
+    cps = np.arange(0x80, 0x110000, dtype=np.uint32)
+    cps = cps[((cps < 0xD800) | (cps > 0xDFFF)) & (cps != 0x3A3)]
+    text = cps.astype("<u4").tobytes().decode("utf-32-le")
+    low = text.lower()
+    cdef int kind = PyUnicode_KIND(low)
+    cdef const void* data = PyUnicode_DATA(low)
+    cdef Py_ssize_t nl = PyUnicode_GET_LENGTH(low), j = 0, i
+    cdef const uint32_t[::1] cv = cps
+    cdef uint32_t c
+    cdef bint ok = True
+    for i in range(cv.shape[0]):
+        c = cv[i]
+        if c == 0x130:
+            if (j + 1 >= nl or PyUnicode_READ(kind, data, j) != 0x69
+                    or PyUnicode_READ(kind, data, j + 1) != 0x307):
+                ok = False
+                break
+            j += 2
+        else:
+            if j >= nl or PyUnicode_READ(kind, data, j) != Py_UNICODE_TOLOWER(c):
+                ok = False
+                break
+            j += 1
+    _lower_ok = 1 if (ok and j == nl) else 0
+    return bool(_lower_ok)
+
+
+def use_c_for_non_ascii(enabled=None):
+    """Whether scan_utf8 tokenizes non-ASCII rows in C (after the check of
+    lower_matches_str_lower); ``enabled=False`` sends them all to Python (for
+    tests), ``True`` checks again.  Returns the setting in force."""
+    global _lower_ok
+    if enabled is not None:
+        _lower_ok = 0 if not enabled else -1
+    return lower_matches_str_lower()
+
+
+def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, uint64_t seed,
+              int ngram, bint multiset, int n_threads, str name="texts", Py_ssize_t base=0):
+    """Token sets of the UTF-8 rows ``data[offsets[i]:offsets[i + 1]]`` (an Arrow
+    string column's buffers; int32 or int64 offsets, not rebased).
+
+    The same ``(indptr, hashes, counts)`` as ``finalize_rows`` of ``scan_texts``
+    of the decoded, lower-cased rows.  Rows are decoded, lower-cased and
+    scanned without the GIL, except rows holding U+0130 or U+03A3 and rows that
+    are not valid UTF-8, which are decoded, lower-cased with ``str.lower`` and
+    scanned as str.  ValueError (naming ``name[base + i]``) for offsets outside
+    ``data`` or a row that is not valid UTF-8.
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, j, k, nd = data.shape[0]
+    cdef int64_t lo, hi
+    if n < 0:
+        raise ValueError("scan_utf8: offsets must hold at least one element")
+    if ngram < 1:
+        raise ValueError(f"scan_utf8: ngram must be at least 1, got {ngram}")
+    with nogil:
+        k = -1
+        if offsets[0] < 0 or offsets[n] > nd:
+            k = 0
+        else:
+            for i in range(n):
+                if offsets[i + 1] < offsets[i]:
+                    k = i
+                    break
+    if k >= 0:
+        raise ValueError(f"scan_utf8: the offsets of {name} do not describe its data "
+                         f"(at row {base + k})")
+    slot = np.empty(n + 1, dtype=np.int64)
+    cdef int64_t[::1] sv = slot
+    sv[0] = 0
+    for i in range(n):
+        sv[i + 1] = sv[i] + (1 if mode == MODE_WHOLE else offsets[i + 1] - offsets[i])
+    buf = np.empty(max(sv[n], 1), dtype=np.uint64)
+    cnt = np.empty(max(sv[n], 1) if multiset else 1, dtype=np.uint32)
+    lengths = np.empty(n, dtype=np.int64)
+    cdef uint64_t[::1] bv = buf
+    cdef uint32_t[::1] cv = cnt
+    cdef int64_t[::1] lv = lengths
+    cdef uint64_t* bp = &bv[0]
+    cdef uint32_t* cp = &cv[0]
+    cdef const uint8_t* dp = &data[0] if nd else NULL
+    cdef uint64_t basis = seed_basis(seed)
+    cdef int64_t m, widest = 0
+    cdef uint32_t* scratch
+    cdef bint wide_in_c = lower_matches_str_lower()
+    for i in range(n):
+        widest = max(widest, <int64_t>(offsets[i + 1] - offsets[i]))
+    # non-ASCII rows longer than WIDE_ROW_BYTES go to Python: 16 MiB a thread at most
+    widest = min(widest, WIDE_ROW_BYTES)
+    with nogil, parallel(num_threads=n_threads):
+        # this thread's code points of one row (a row has at most as many as bytes)
+        scratch = <uint32_t*>malloc(<size_t>(widest + 1) * sizeof(uint32_t)) if wide_in_c else NULL
+        for i in prange(n, schedule="dynamic", chunksize=256):
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            if is_ascii(dp + lo, hi - lo):
+                m = scan_ascii(dp + lo, hi - lo, mode, basis, bp + sv[i])
+            else:
+                m = -1
+                if scratch != NULL and hi - lo <= widest:
+                    m = decode_lower(dp + lo, hi - lo, scratch)
+                if m < 0:  # to Python
+                    lv[i] = -1
+                    continue
+                m = scan_one(4, scratch, m, mode, basis, bp + sv[i])
+            lv[i] = finalize_row(bp + sv[i], m, ngram, multiset,
+                                 (cp + sv[i]) if multiset else cp)
+        free(scratch)
+    # the other rows: decoded and lower-cased by Python, then the str path's kernels
+    wide = np.flatnonzero(lengths < 0)
+    cdef Py_ssize_t nw = wide.shape[0]
+    cdef const int64_t[::1] wv = wide
+    row_lengths = lengths
+    w_indptr = w_hashes = w_counts = None
+    cdef list lowered = []
+    if nw:
+        for j in range(nw):
+            i = wv[j]
+            lo = offsets[i]
+            hi = offsets[i + 1]
+            try:
+                s = PyUnicode_DecodeUTF8(<const char*>(dp + lo), hi - lo, "strict")
+            except UnicodeDecodeError as exc:
+                raise ValueError(
+                    f"{name}[{base + i}] is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                ) from None
+            lowered.append(s.lower())
+        w_ip, w_raw = scan_texts(lowered, mode, seed, n_threads)
+        del lowered
+        w_indptr, w_hashes, w_counts = finalize_rows(w_ip, w_raw, ngram, multiset, n_threads)
+        row_lengths = lengths.copy()
+        row_lengths[wide] = np.diff(w_indptr)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(row_lengths, out=indptr[1:])
+    out = np.empty(indptr[n], dtype=np.uint64)
+    out_cnt = np.empty(indptr[n] if multiset else 0, dtype=np.uint32)
+    cdef const int64_t[::1] ip = indptr
+    cdef uint64_t[::1] ov = out
+    cdef uint32_t[::1] oc = out_cnt
+    with nogil:
+        for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
+            lo = lv[i]  # -1 for the rows that went through Python
+            for k in range(lo):
+                ov[ip[i] + k] = bp[sv[i] + k]
+                if multiset:
+                    oc[ip[i] + k] = cp[sv[i] + k]
+    cdef const int64_t[::1] wip
+    cdef const uint64_t[::1] wh
+    cdef const uint32_t[::1] wc
+    if nw:
+        wip = w_indptr
+        wh = w_hashes
+        if multiset:
+            wc = w_counts
+        with nogil:
+            for j in range(nw):
+                i = wv[j]
+                for k in range(wip[j + 1] - wip[j]):
+                    ov[ip[i] + k] = wh[wip[j] + k]
+                    if multiset:
+                        oc[ip[i] + k] = wc[wip[j] + k]
+    return indptr, out, (out_cnt if multiset else None)

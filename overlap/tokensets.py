@@ -9,7 +9,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from . import _ids, _tokenize
+from . import _ids, _texts, _tokenize
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._validation import (
@@ -199,7 +199,14 @@ class TokenSets:
 
         Parameters
         ----------
-        texts : sequence of str
+        texts : sequence of str, or an Arrow string column
+            A list (or any sequence) of str, a numpy str array, a pandas Series;
+            or a pyarrow ``Array``/``ChunkedArray`` of ``string`` or
+            ``large_string`` (``string_view`` is cast), or a pandas Series of
+            Arrow-backed strings, read from its buffers with no Python str per
+            row (only rows holding U+0130 or U+03A3 are lower-cased by Python);
+            the same token sets as the list of the same strings.
+            A null row is a ``TypeError`` naming it, as ``None`` in a list is.
         tokenizer : {"wordpunct", "whitespace", "char", "intl"} or callable
             ``"wordpunct"`` (default) lower-cases, takes the matches of
             ``\\w+|[^\\w\\s]+`` and drops every token that is a substring of
@@ -230,14 +237,18 @@ class TokenSets:
         -------
         TokenSets
         """
+        # an Arrow string column (or an Arrow-backed pandas Series) is read from
+        # its buffers; None for anything else
+        col = _texts.arrow_column(texts, "texts")
         # check_texts hands back exact str objects (subclasses are copied), and
         # str.lower of an exact str is an exact str: the kernel reads only those
-        items = check_texts(texts, "texts")
+        items = check_texts(texts, "texts") if col is None else None
+        n = len(items) if col is None else len(col)
         ngram = check_int(ngram, "ngram", minimum=1, maximum=MAX_C_INT)
         multiset = _check_bool(multiset, "multiset")
         seed = check_seed(seed)
         check_progress(progress)
-        nt = threads_for(len(items), effective_n_threads(n_threads), 2048)
+        nt = threads_for(n, effective_n_threads(n_threads), 2048)
         if isinstance(tokenizer, str):
             if tokenizer not in TOKENIZERS:
                 raise ValueError(
@@ -248,11 +259,31 @@ class TokenSets:
             raise TypeError(
                 f"tokenizer must be a preset name or a callable, got {type_name(tokenizer)}"
             )
-        bar = make_progress(progress, len(items), "from_texts", unit="text")
+        if col is not None and not isinstance(tokenizer, str):
+            items = check_texts(col.to_pylist(), "texts")  # a callable takes str
+            col = None
+        bar = make_progress(progress, n, "from_texts", unit="text")
         try:
+            if col is not None:
+                return cls._from_arrow(col, str(tokenizer), ngram, multiset, seed, nt, bar)
             return cls._from_texts(items, tokenizer, ngram, multiset, seed, nt, bar)
         finally:
             bar.close()
+
+    @classmethod
+    def _from_arrow(cls, col: Any, tokenizer: str, ngram: int, multiset: bool, seed: int,
+                    nt: int, bar: Any) -> TokenSets:
+        """:meth:`from_texts` of an Arrow string column (no nulls) with a preset."""
+        prov = Provenance("texts", tokenizer, ngram, multiset, seed, HASH_VERSION)
+        parts = []
+        # about TEXT_CHUNK bytes a kernel call, so that Ctrl-C gets through between them
+        for base, offsets, data in _texts.pieces(col, TEXT_CHUNK):
+            parts.append(_tokenize.scan_utf8(offsets, data, TOKENIZERS[tokenizer], seed, ngram,
+                                             multiset, nt, "texts", base))
+            bar.update(offsets.shape[0] - 1)
+        if len(parts) == 1:
+            return cls._trusted(*parts[0], prov)
+        return cls._trusted(*_concat_rows(parts, multiset), prov)
 
     @classmethod
     def _from_texts(cls, items: list, tokenizer: Tokenizer, ngram: int, multiset: bool,

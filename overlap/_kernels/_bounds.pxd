@@ -118,11 +118,26 @@ cdef inline bint may_reach(int m, int64_t c, int64_t a, int64_t b, double cut) n
         return 2.0 * <double>c >= cut * <double>(a + b)
     if m == JACCARD:
         return <double>c >= cut * <double>(a + b - c)
+    # (cosine and overlap: a product with an empty side is 0, which no count
+    # beats; a count of 0 reaches only a cut of 0)
     if m == COSINE:
-        return <double>c * <double>c >= cut * cut * (<double>a * <double>b)
+        return (<double>c * <double>c >= cut * cut * (<double>a * <double>b)
+                and (c > 0 or cut <= 0.0))
     if m == OVERLAP:
-        return <double>c >= cut * <double>(a if a < b else b)
+        return <double>c >= cut * <double>(a if a < b else b) and (c > 0 or cut <= 0.0)
     return <double>c >= cut * <double>a
+
+
+cdef inline bint length_may_pass(int m, int64_t a, int64_t b, double cut) noexcept nogil:
+    """The length filter in the division-free form: ``may_reach`` of min(a, b)."""
+    return may_reach(m, a if a < b else b, a, b, cut)
+
+
+cdef inline bint rest_may_reach(int m, int64_t q, int64_t rest, int64_t z,
+                                double cut) noexcept nogil:
+    """``may_reach`` of the most a size-z reference can share with ``rest``
+    query tokens left: min(rest, z)."""
+    return may_reach(m, rest if rest < z else z, q, z, cut)
 
 
 cdef inline int64_t reach_count(int m, int64_t a, int64_t b, double cut) noexcept nogil:
@@ -234,8 +249,11 @@ cdef inline void size_window(int m, int64_t q, double cut, int64_t* lo,
                              int64_t* hi) noexcept nogil:
     """Reference sizes [lo, hi] that pass the length filter against query size q.
 
-    Exactly the sizes ``passes_length`` accepts; lo > hi when there is none,
-    hi = NO_SIZE_LIMIT when there is no upper limit.
+    Exactly the sizes b for which ``length_may_pass(q, b)`` holds; lo > hi when
+    there is none, hi = NO_SIZE_LIMIT when there is no upper limit.  The
+    kernels call it once per posting visited, so it uses the division-free
+    test: with a ``prune_cut`` it holds every size whose best score reaches
+    the threshold.
     """
     cdef double guess
     cdef int64_t top = NO_SIZE_LIMIT
@@ -243,7 +261,7 @@ cdef inline void size_window(int m, int64_t q, double cut, int64_t* lo,
         lo[0] = 0
         hi[0] = top
         return
-    if q <= 0 or not passes_length(m, q, q, cut):
+    if q <= 0 or not length_may_pass(m, q, q, cut):
         lo[0] = 1
         hi[0] = 0
         return
@@ -256,9 +274,9 @@ cdef inline void size_window(int m, int64_t q, double cut, int64_t* lo,
     else:
         guess = cut * <double>q
     lo[0] = <int64_t>guess if guess < <double>q else q
-    while lo[0] > 0 and passes_length(m, q, lo[0] - 1, cut):
+    while lo[0] > 0 and length_may_pass(m, q, lo[0] - 1, cut):
         lo[0] -= 1
-    while lo[0] < q and not passes_length(m, q, lo[0], cut):
+    while lo[0] < q and not length_may_pass(m, q, lo[0], cut):
         lo[0] += 1
     if m == OVERLAP or m == CONTAINMENT:
         hi[0] = top      # a larger reference still holds the whole query
@@ -272,9 +290,9 @@ cdef inline void size_window(int m, int64_t q, double cut, int64_t* lo,
     hi[0] = top if guess >= <double>top else <int64_t>guess
     if hi[0] < q:
         hi[0] = q
-    while hi[0] > q and not passes_length(m, q, hi[0], cut):
+    while hi[0] > q and not length_may_pass(m, q, hi[0], cut):
         hi[0] -= 1
-    while hi[0] < top and passes_length(m, q, hi[0] + 1, cut):
+    while hi[0] < top and length_may_pass(m, q, hi[0] + 1, cut):
         hi[0] += 1
 
 
@@ -292,17 +310,18 @@ cdef inline double peak_rest_score(int m, int64_t q, int64_t rest) noexcept nogi
 
 cdef inline bint rest_caps_window(int m, int64_t q, int64_t rest, double cut,
                                   int64_t* zhi) noexcept nogil:
-    """Lower zhi to the largest size z <= zhi whose ``rest_score`` reaches ``cut``
-    (-1: none); True when it moved."""
+    """Lower zhi to the largest size z <= zhi that ``rest_may_reach`` passes
+    (-1: none); True when it moved.  Division-free, like ``size_window``: with
+    a ``prune_cut`` every size whose ``rest_score`` reaches the threshold stays."""
     cdef double guess
     cdef int64_t z, peak
     if cut <= 0.0 or zhi[0] < 0:
         return False
     peak = rest if rest < zhi[0] else zhi[0]
-    if rest_score(m, q, rest, peak) < cut:
+    if not rest_may_reach(m, q, rest, peak, cut):
         zhi[0] = -1
         return True
-    if peak == zhi[0] or rest_score(m, q, rest, zhi[0]) >= cut:
+    if peak == zhi[0] or rest_may_reach(m, q, rest, zhi[0], cut):
         return False
     # rest < z <= zhi, where rest_score(z) = score(rest, q, z) does not grow
     if m == DICE:
@@ -321,9 +340,9 @@ cdef inline bint rest_caps_window(int m, int64_t q, int64_t rest, double cut,
         z = rest
     else:
         z = <int64_t>guess
-    while z + 1 < zhi[0] and rest_score(m, q, rest, z + 1) >= cut:
+    while z + 1 < zhi[0] and rest_may_reach(m, q, rest, z + 1, cut):
         z += 1
-    while z > rest and rest_score(m, q, rest, z) < cut:
+    while z > rest and not rest_may_reach(m, q, rest, z, cut):
         z -= 1
     zhi[0] = z
     return True
@@ -350,13 +369,15 @@ cdef inline int max_differing_bits(int m, int64_t q, int64_t z, double cut,
 cdef inline int window_differing_bits(int m, int64_t q, int64_t zhi,
                                       double cut, int bits) noexcept nogil:
     """The most differing bits any size up to the window top zhi allows
-    (``bits`` when the window has no upper limit).
+    (``bits`` when the window has no upper limit), in the division-free form
+    of ``size_window`` (``reaching_bits``).
 
-    ``max_differing_bits`` is q + z - 2 * need_count.  At the top of a finite
-    window (dice, jaccard, cosine) the needed count is q itself, and the
-    needed count falls at most half as fast as z below it, so no size in the
-    window allows more bits than zhi does.
+    ``reaching_bits`` is q + z - 2 * reach_count: it rises with z except where
+    the needed count steps up.  At the top of a finite window (dice, jaccard,
+    cosine) the needed count is q itself, and the needed count falls at most
+    half as fast as z below it, so no size in the window allows more bits
+    than zhi does.
     """
     if zhi >= NO_SIZE_LIMIT:
         return bits
-    return max_differing_bits(m, q, zhi, cut, bits)
+    return reaching_bits(m, q, zhi, cut, bits)

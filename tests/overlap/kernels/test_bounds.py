@@ -166,15 +166,36 @@ def test_need_count_is_the_smallest_passing_count(measure):
     np.testing.assert_array_equal(zero, [1, 1, 1])
 
 
+def reach_ref(measure, c, a, b, cut):
+    """The division-free test ``may_reach``, in the kernels' float operations."""
+    c, a, b = (np.asarray(x, dtype=np.float64) for x in (c, a, b))
+    if measure == "dice":
+        return 2.0 * c >= cut * (a + b)
+    if measure == "jaccard":
+        return c >= cut * (a + b - c)
+    some = (c > 0) | (cut <= 0.0)
+    if measure == "cosine":
+        return (c * c >= cut * cut * (a * b)) & some
+    if measure == "overlap":
+        return (c >= cut * np.minimum(a, b)) & some
+    return c >= cut * a
+
+
 def passes_ref(measure, q, b, cut):
-    return score_ref(measure, np.minimum(q, b), q, b) >= cut
+    """The length filter of ``size_window``: ``may_reach`` of min(q, b)."""
+    return reach_ref(measure, np.minimum(q, b), q, b, cut)
+
+
+def best_reaches(measure, q, b, t):
+    """The exact length filter: the best score sizes q and b allow reaches t."""
+    return score_ref(measure, np.minimum(q, b), q, b) >= t
 
 
 @pytest.mark.parametrize("measure", MEASURES)
 def test_size_window_is_exactly_the_passing_sizes(measure):
     bmax = 4 * NMAX * NMAX
     sizes = np.arange(0, bmax + 1)
-    for q in range(0, NMAX + 1):
+    for q in range(1, NMAX + 1):
         qq = np.full(THRESHOLDS.size, q, dtype=np.int64)
         lo, hi = bounds.size_window(measure, qq, THRESHOLDS)
         for k, cut in enumerate(THRESHOLDS[:: 7]):
@@ -196,10 +217,27 @@ def test_size_window_is_exactly_the_passing_sizes(measure):
     lo, hi = bounds.size_window(measure, np.array([0, 7]), np.array([0.0, -1.0]))
     np.testing.assert_array_equal(lo, [0, 0])
     np.testing.assert_array_equal(hi, [bounds.NO_LIMIT] * 2)
+    lo, hi = bounds.size_window(measure, np.array([0]), np.array([0.5]))
+    assert lo[0] > hi[0]   # an empty query reaches no positive cut
+
+
+@pytest.mark.parametrize("measure", MEASURES)
+def test_size_window_with_the_pruning_cut_holds_every_size_that_reaches(measure):
+    sizes = np.arange(0, 4 * NMAX + 1)
+    for q in range(1, NMAX + 1):
+        cuts = bounds.prune_cut(THRESHOLDS)
+        lo, hi = bounds.size_window(measure, np.full(cuts.size, q), cuts)
+        for k, t in enumerate(THRESHOLDS):
+            inside = (sizes >= lo[k]) & (sizes <= hi[k])
+            assert inside[best_reaches(measure, q, sizes, t)].all(), (q, t)
 
 
 def rest_ref(measure, q, rest, z):
     return score_ref(measure, np.minimum(rest, z), q, z)
+
+
+def rest_reach_ref(measure, q, rest, z, cut):
+    return reach_ref(measure, np.minimum(rest, z), q, z, cut)
 
 
 @pytest.mark.parametrize("measure", MEASURES)
@@ -217,10 +255,16 @@ def test_rest_caps_the_window_at_the_last_reachable_size(measure):
                 n = cuts.size
                 got, moved = bounds.rest_caps_window(
                     measure, np.full(n, q), np.full(n, rest), cuts, np.full(n, zhi))
-                ok = scores[None, : zhi + 1] >= cuts[:, None]
+                ok = np.array([rest_reach_ref(measure, q, rest, zs[: zhi + 1], c) for c in cuts])
                 want = np.where(ok.any(axis=1), zhi - np.argmax(ok[:, ::-1], axis=1), -1)
                 np.testing.assert_array_equal(got, want, err_msg=f"q={q} rest={rest} zhi={zhi}")
                 np.testing.assert_array_equal(moved, want != zhi)
+                # with the pruning cut no size whose exact score reaches stays out
+                got, _ = bounds.rest_caps_window(measure, np.full(n, q), np.full(n, rest),
+                                                 bounds.prune_cut(cuts), np.full(n, zhi))
+                exact = scores[None, : zhi + 1] >= cuts[:, None]
+                last = np.where(exact.any(axis=1), zhi - np.argmax(exact[:, ::-1], axis=1), -1)
+                assert np.all(got >= last), (q, rest, zhi)
 
 
 def peak_is(measure, q, rest, value) -> bool:
@@ -244,6 +288,25 @@ def test_differing_bits_bound_is_the_largest_that_can_still_match(measure, bits)
 
 
 @pytest.mark.parametrize("measure", MEASURES)
+def test_window_differing_bits_never_drops_a_match(measure):
+    """With the pruning cut, a pair of sizes q, z sharing c tokens whose exact
+    score reaches t differs in at most q + z - 2c bits: never more than the
+    bound of z's window."""
+    for q in range(1, 33):
+        cuts = bounds.prune_cut(THRESHOLDS)
+        lo, hi = bounds.size_window(measure, np.full(cuts.size, q), cuts)
+        got = bounds.window_differing_bits(measure, np.full(cuts.size, q), hi, cuts, BIG)
+        for z in range(1, 4 * 33):
+            c = np.arange(1, min(q, z) + 1)
+            s = score_ref(measure, c, np.full(c.size, q), np.full(c.size, z))
+            for k, t in enumerate(THRESHOLDS[::13]):
+                k *= 13
+                reach = c[s >= t]
+                if reach.size:
+                    assert lo[k] <= z <= hi[k] and q + z - 2 * reach.min() <= got[k], (q, z, t)
+
+
+@pytest.mark.parametrize("measure", MEASURES)
 def test_window_differing_bits_is_the_most_any_size_in_the_window_allows(measure):
     """Another field's signature test uses one bound for its whole size window."""
     cuts = np.ascontiguousarray(THRESHOLDS[::11])
@@ -260,8 +323,8 @@ def test_window_differing_bits_is_the_most_any_size_in_the_window_allows(measure
                 assert got[k] == BIG
                 continue
             z = np.arange(max(lo[k], 1), hi[k] + 1)
-            each = bounds.max_differing_bits(measure, np.full(z.size, q), z,
-                                             np.full(z.size, cut), BIG)
+            each = bounds.reaching_bits(measure, np.full(z.size, q), z,
+                                        np.full(z.size, cut), BIG)
             assert got[k] == each.max(), (q, cut)
 
 
@@ -273,7 +336,7 @@ def test_window_differing_bits_for_larger_rows(measure, q, cut):
     if hi[0] - lo[0] > 200_000:
         return
     z = np.arange(max(lo[0], 1), hi[0] + 1)
-    each = bounds.max_differing_bits(measure, np.full(z.size, q), z, np.full(z.size, cut), BIG)
+    each = bounds.reaching_bits(measure, np.full(z.size, q), z, np.full(z.size, cut), BIG)
     got = bounds.window_differing_bits(measure, np.array([q]), hi, np.array([cut]), BIG)
     assert got[0] == each.max()
 
