@@ -49,6 +49,26 @@ cdef enum:
     NEVER = 2147483647
 
 
+# A kernel compiles its per-query phases twice through this fused type: with
+# a DiceOnly argument every measure test below folds, at compile time, to the
+# Dice arithmetic alone (the default keeps the speed it had before measure=
+# existed); with AnyMeasure the argument is the measure, chosen at run time.
+# Pass measure_of(mk) wherever a function here asks for ``m``.
+ctypedef signed char DiceOnly
+ctypedef int AnyMeasure
+ctypedef fused MeasureArg:
+    DiceOnly
+    AnyMeasure
+
+
+cdef inline int measure_of(MeasureArg mk) noexcept nogil:
+    """The measure a MeasureArg stands for: DICE for DiceOnly, else its value."""
+    if MeasureArg is DiceOnly:
+        return DICE
+    else:
+        return mk
+
+
 cdef inline double extended_score(int m, int64_t i, int64_t a, int64_t b) noexcept nogil:
     """The measure's float64 expression for a count i >= 1, also beyond min(a, b).
 
