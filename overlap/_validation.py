@@ -77,6 +77,9 @@ def check_unit_interval(value: Any, name: str, *, allow_zero: bool = True) -> fl
 #: The set measures, in the order of the kernels' ``Measure`` enum
 #: (``overlap/_kernels/_bounds.pxd``); the definitions are in docs/measures.md.
 MEASURES = ("dice", "jaccard", "cosine", "overlap", "containment")
+#: How reports and plots name each measure.
+MEASURE_LABELS = {"dice": "Dice", "jaccard": "Jaccard", "cosine": "cosine",
+                  "overlap": "overlap coefficient", "containment": "containment"}
 
 
 def check_measure(measure: Any, *, self_join: bool = False) -> int:
