@@ -953,7 +953,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from ._validation import check_measure
 
     nt = effective_n_threads(args.threads, "--threads")
-    check_measure(args.measure, self_join=True)
+    check_measure(args.measure, self_join=True, call="dedup")
     in_fmt = infer_format(args.input, args.format)
     to_stdout = args.out == "-"
     ext = "" if to_stdout else os.path.splitext(args.out)[1].lower()

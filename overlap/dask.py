@@ -285,7 +285,7 @@ def overlap_join(
     lfields = as_fields(left, "left")
     t = check_join_threshold(threshold)
     self_mode = right is None
-    check_measure(measure, self_join=self_mode)
+    check_measure(measure, self_join=self_mode, call="a self-join (right=None)")
     rfields = lfields if self_mode else as_fields(right, "right")
     if not self_mode:
         check_compatible(lfields, rfields, "left", "right")
@@ -313,7 +313,7 @@ def dedup(
     """
     fields = as_fields(units, "units")
     t = check_unit_interval(threshold, "threshold")
-    check_measure(measure, self_join=True)
+    check_measure(measure, self_join=True, call="dedup")
     n_threads = _check_threads(n_threads)
     client = _check_client(client)
     n = len(fields[0])

@@ -315,7 +315,7 @@ def dedup_first(
         ``passes`` is 1; ``cluster`` and ``n_edges`` as in :func:`overlap.dedup`.
     """
     threshold = check_unit_interval(threshold, "threshold")
-    check_measure(measure, self_join=True)
+    check_measure(measure, self_join=True, call="dedup")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     fields = tokenize_fields(units, "units")
