@@ -1034,8 +1034,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
             n = res.keep.shape[0]
             report = {
                 "input": args.input, "output": args.out, "threshold": args.threshold,
-                "measure": args.measure, "keep": args.keep, "units": int(n), "removed": res.n_removed,
-                "kept": int(n - res.n_removed), "passes": res.passes,
+                "measure": args.measure, "keep": args.keep, "units": int(n),
+                "removed": res.n_removed, "kept": int(n - res.n_removed), "passes": res.passes,
                 "pairs_above_threshold": res.n_edges,
                 "removed_units": [{"index": int(i), "kept_for": int(j), "score": float(s),
                                    "cluster": int(res.cluster[i]), "text": texts[i],
@@ -1048,8 +1048,9 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 fh.write("\n")
     n = res.keep.shape[0]
     con.out(f"{args.input}: removed {res.n_removed:,} of {n:,} {what} "
-            f"(threshold {args.threshold:g}{_by_measure(args.measure)}, keep {args.keep}, {_counted(res.passes, 'pass')}, "
-            f"{_counted(res.n_edges, 'pair')} above the threshold)")
+            f"(threshold {args.threshold:g}{_by_measure(args.measure)}, keep {args.keep}, "
+            f"{_counted(res.passes, 'pass')}, {_counted(res.n_edges, 'pair')} above the "
+            "threshold)")
     con.out(f"  kept {n - res.n_removed:,} {what} -> "
             + ("stdout" if to_stdout else args.out))
     if args.report:
