@@ -109,7 +109,7 @@ def dedup(
     """
     fields = as_fields(units, "units")
     t = check_unit_interval(threshold, "threshold")
-    check_measure(measure, self_join=True)
+    check_measure(measure, self_join=True, call="dedup")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     left, right, score = self_join_edges(fields, t, nt, progress, _log, measure)

@@ -338,7 +338,8 @@ class OverlapIndex:
               measure: str = "dice") -> JoinResult:
         """:meth:`join`; errors about the queries name ``qname``."""
         threshold = check_join_threshold(threshold)
-        code = check_measure(measure, self_join=queries is None)
+        code = check_measure(measure, self_join=queries is None,
+                             call=f"a self-join ({qname}=None)")
         check_progress(progress)
         nt = effective_n_threads(n_threads)
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
@@ -510,7 +511,7 @@ def overlap_join(
     if rfields is not None:
         check_compatible(lfields, rfields, "left", "right")
     t = check_join_threshold(threshold)
-    check_measure(measure, self_join=rfields is None)
+    check_measure(measure, self_join=rfields is None, call="a self-join (right=None)")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     if rfields is None:

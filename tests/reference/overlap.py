@@ -188,6 +188,18 @@ def dedup(units: list, threshold: float, measure: str = "dice"):
     return present, kept_for, passes, cluster
 
 
+def dedup_first(units: list, threshold: float, measure: str = "dice"):
+    """Keep the earliest unit of every group: unit j goes when a kept i < j
+    scores strictly above the threshold; ``kept_for[j]`` is the lowest such i."""
+    keep, kept_for = [True] * len(units), [-1] * len(units)
+    for j in range(len(units)):
+        for i in range(j):
+            if keep[i] and sample_ratio(units[i], units[j], measure) > threshold:
+                keep[j], kept_for[j] = False, i
+                break
+    return keep, kept_for
+
+
 def exact_duplicates(units: list) -> list[int]:
     """Label = smallest index of the units with identical token sets."""
     first: dict = {}
