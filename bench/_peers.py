@@ -40,6 +40,8 @@ __all__ = [
     "dice_to_jaccard",
     "threshold_fraction",
     "passes_threshold",
+    "passes_measure",
+    "exact_measure_pairs",
     "python_sets",
     "SparseBruteForce",
     "SetSimSearchPeer",
@@ -80,6 +82,46 @@ def passes_threshold(inter, size_a, size_b, t: float) -> np.ndarray:
     inter = np.asarray(inter, dtype=np.int64)
     tot = np.asarray(size_a, dtype=np.int64) + np.asarray(size_b, dtype=np.int64)
     return (2 * inter * f.denominator >= f.numerator * tot) & (tot > 0) & (inter > 0)
+
+
+def passes_measure(measure: str, inter, size_a, size_b, t: float) -> np.ndarray:
+    """Integer test of ``score >= t`` for t = p/q, no float rounding.
+
+    With i the intersection and a, b the sizes (a the query's): dice
+    ``2iq >= p(a+b)``, jaccard ``iq >= p(a+b-i)``, cosine ``i²q² >= p²ab``,
+    overlap ``iq >= p*min(a,b)``, containment ``iq >= pa``; a pair that
+    shares nothing never passes (its score is 0).
+    """
+    f = threshold_fraction(t)
+    p, q = f.numerator, f.denominator
+    # Python ints: p and q of a threshold such as 2/3 (0.6666666666666666) have
+    # 16 digits, and the cosine test squares them
+    i = np.asarray(inter, dtype=np.int64).astype(object)
+    a = np.asarray(size_a, dtype=np.int64).astype(object)
+    b = np.asarray(size_b, dtype=np.int64).astype(object)
+    if measure == "dice":
+        ok = 2 * i * q >= p * (a + b)
+    elif measure == "jaccard":
+        ok = i * q >= p * (a + b - i)
+    elif measure == "cosine":
+        ok = i * i * q * q >= p * p * a * b
+    elif measure == "overlap":
+        ok = i * q >= p * np.minimum(a, b)
+    elif measure == "containment":
+        ok = i * q >= p * a
+    else:
+        raise ValueError(f"unknown measure {measure!r}")
+    return np.asarray(ok, dtype=bool) & (np.asarray(inter) > 0)
+
+
+def exact_measure_pairs(a: TokenSets, b: TokenSets, left, right, t: float,
+                        measure: str) -> set:
+    """The candidate pairs (i, j) that pass ``t`` under ``measure`` by the integer test."""
+    left = np.asarray(left, dtype=np.int64)
+    right = np.asarray(right, dtype=np.int64)
+    inter = pair_intersections(a, b, left, right)
+    ok = passes_measure(measure, inter, a.sizes[left], b.sizes[right], t)
+    return set(zip(left[ok].tolist(), right[ok].tolist()))
 
 
 def python_sets(ts: TokenSets) -> list[list[int]]:
@@ -241,30 +283,40 @@ class SparseBruteForce:
 
 # ----------------------------------------------------------------- SetSimilaritySearch
 class SetSimSearchPeer:
-    """SetSimilaritySearch at the Jaccard threshold equivalent to a Dice threshold.
+    """SetSimilaritySearch at the Jaccard threshold equivalent to a Dice threshold
+    (or at the threshold of its own ``jaccard``, ``cosine`` or ``containment``).
 
-    The Jaccard threshold is lowered by 1e-9 so that no pair exactly on the
+    The threshold is lowered by 1e-9 so that no pair exactly on the
     threshold is lost to float rounding inside the peer; its candidates are then
-    settled with the exact integer test (:func:`exact_pairs`).  Empty sets are
-    left out (their ratio is 0: they never join).
+    settled with the exact integer test (:func:`exact_pairs`,
+    :func:`exact_measure_pairs`).  Empty sets are left out (their score is 0:
+    they never join).  Its ``containment`` is ours: how much of the query lies
+    inside the indexed set.
 
     Parameters
     ----------
     references : TokenSets (one field)
     threshold : float
-        Dice threshold.
+        Dice threshold (or ``measure``'s).
+    measure : {"dice", "jaccard", "cosine", "containment"}
     """
 
-    def __init__(self, references: TokenSets, threshold: float) -> None:
+    def __init__(self, references: TokenSets, threshold: float, measure: str = "dice") -> None:
         from SetSimilaritySearch import SearchIndex
 
         self.threshold = threshold
-        self.jaccard = dice_to_jaccard(threshold) - 1e-9
+        if measure == "dice":
+            name, self.jaccard = "jaccard", dice_to_jaccard(threshold) - 1e-9
+            self.peer_threshold = self.jaccard
+        elif measure in ("jaccard", "cosine", "containment"):
+            name, self.peer_threshold = measure, threshold - 1e-9
+        else:
+            raise ValueError(f"SetSimilaritySearch has no {measure!r}")
         sets = python_sets(references)
         self.ref_ids = np.flatnonzero(references.sizes > 0)
         self.ref_sets = [sets[j] for j in self.ref_ids.tolist()]
-        self.index = SearchIndex(self.ref_sets, similarity_func_name="jaccard",
-                                 similarity_threshold=self.jaccard)
+        self.index = SearchIndex(self.ref_sets, similarity_func_name=name,
+                                 similarity_threshold=self.peer_threshold)
 
     def query_all(self, query_sets: list[list[int]]) -> tuple[np.ndarray, np.ndarray]:
         """Candidate pairs (query, reference) of every non-empty query."""

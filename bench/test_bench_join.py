@@ -17,12 +17,22 @@ timed region.  The exact peers must list exactly our pairs: pair sets are
 compared after settling every candidate with the integer test
 ``2*inter*5 >= 4*(|a|+|b|)`` (Dice 0.8 = Jaccard 2/3), so no pair on the
 threshold is decided by float rounding.
+
+Other measures (``measure=``): groups ``join: ... every measure >= 0.5`` and
+``>= 0.8`` put ours (``overlap_join`` end to end, and on the prebuilt index)
+for Dice, Jaccard, cosine and containment next to SetSimilaritySearch with the
+same measure (its ``containment`` is ours: how much of the query lies inside
+the train context).  The queries are the first 1,000 test contexts (all
+6,740 with ``OVERLAP_BENCH_SLOW=1``: the peer's cosine takes about 20 minutes
+there); its candidates are settled with the integer test of each measure
+(:func:`bench._peers.passes_measure`) and must be exactly our pairs.
 """
 
 from __future__ import annotations
 
 import time
 
+import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
@@ -32,8 +42,10 @@ from ._peers import (
     MinHashLSHPeer,
     SetSimSearchPeer,
     SparseBruteForce,
+    exact_measure_pairs,
     exact_pairs,
     pair_intersections,
+    passes_measure,
     passes_threshold,
     python_sets,
     recall_precision,
@@ -223,3 +235,99 @@ def test_datasketch_lsh_self(benchmark, workload, ctx, expected):
           candidates=len(found), recall=round(recall, 4), precision=round(precision, 4),
           timed="MinHash + LSH insert + query of every train context", n_threads=1)
 
+
+
+# ------------------------------------------------------------------ other measures
+MEASURE_THRESHOLDS = (0.5, 0.8)
+#: the measures SetSimilaritySearch has too (Dice through its Jaccard)
+PEER_MEASURES = ("dice", "jaccard", "cosine", "containment")
+#: test contexts of the measure groups (all of them with OVERLAP_BENCH_SLOW=1)
+MEASURE_QUERIES = 1000
+
+
+def _measure_group(t: float, nq: int) -> str:
+    return f"join: {nq:,} test vs train contexts, every measure >= {t:g}"
+
+
+def _float_score(measure, i, a, b):
+    """The specification's float64 expression (SPEC §2)."""
+    i, a, b = (np.asarray(x, dtype=np.float64) for x in (i, a, b))
+    return {"dice": lambda: 2.0 * i / (a + b), "jaccard": lambda: i / (a + b - i),
+            "cosine": lambda: i / np.sqrt(a * b), "containment": lambda: i / a}[measure]()
+
+
+@pytest.fixture(scope="module")
+def measure_queries(ctx):
+    test = ctx[1]
+    if env_flag(SLOW_ENV):
+        return test
+    return test.take(np.arange(min(MEASURE_QUERIES, len(test)), dtype=np.int64))
+
+
+@pytest.fixture(scope="module")
+def measure_expected(index, ctx, measure_queries):
+    """Our pairs per (measure, threshold), one thread, checked against the
+    integer test and the float64 expression of each measure."""
+    train = ctx[0]
+    out = {}
+    for t in MEASURE_THRESHOLDS:
+        for m in PEER_MEASURES:
+            res = index.join(measure_queries, threshold=t, measure=m, n_threads=1)
+            inter = pair_intersections(measure_queries, train, res.left, res.right)
+            a, b = measure_queries.sizes[res.left], train.sizes[res.right]
+            assert passes_measure(m, inter, a, b, t).all()
+            assert_array_equal(res.score, _float_score(m, inter, a, b))
+            out[m, t] = res
+    return out
+
+
+MEASURE_CASES = [pytest.param(m, t, id=f"{m}-{t:g}")
+                 for t in MEASURE_THRESHOLDS for m in PEER_MEASURES]
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+@pytest.mark.parametrize("measure,t", MEASURE_CASES)
+def test_ours_measure_end_to_end(benchmark, workload, ctx, measure_queries, measure_expected,
+                                 measure, t, n_threads):
+    q = measure_queries
+    benchmark.group = _measure_group(t, len(q))
+    res = benchmark(overlap.overlap_join, q, ctx[0], threshold=t, measure=measure,
+                    n_threads=n_threads)
+    _same(res, measure_expected[measure, t])
+    describe(benchmark, workload, n_left=len(q), n_right=len(ctx[0]), threshold=t,
+             measure=measure, pairs=len(res), side="ours",
+             timed="overlap_join(test, train, measure=...): index build included",
+             n_threads=n_threads or overlap.effective_n_threads(None))
+
+
+@pytest.mark.parametrize("measure,t", MEASURE_CASES)
+def test_ours_measure_prebuilt(benchmark, workload, ctx, index, measure_queries,
+                               measure_expected, measure, t):
+    q = measure_queries
+    benchmark.group = _measure_group(t, len(q))
+    res = benchmark(index.join, q, threshold=t, measure=measure)
+    _same(res, measure_expected[measure, t])
+    describe(benchmark, workload, n_left=len(q), n_right=len(ctx[0]), threshold=t,
+             measure=measure, pairs=len(res), side="ours",
+             timed="OverlapIndex.join(test, measure=...) on prebuilt index",
+             n_threads=overlap.effective_n_threads(None))
+
+
+@pytest.mark.parametrize("measure,t", MEASURE_CASES)
+def test_setsimilaritysearch_measure(benchmark, workload, ctx, measure_queries,
+                                     measure_expected, measure, t):
+    pytest.importorskip("SetSimilaritySearch", reason="optional bench extra: SetSimilaritySearch")
+    train, q = ctx[0], measure_queries
+    benchmark.group = _measure_group(t, len(q))
+    t0 = time.perf_counter()
+    peer = SetSimSearchPeer(train, t, measure)
+    build = time.perf_counter() - t0
+    left, right = run_once(benchmark, peer.query_all, python_sets(q))
+    exp = measure_expected[measure, t]
+    found = exact_measure_pairs(q, train, left, right, t, measure)
+    assert found == _pairs(exp)
+    describe(benchmark, workload, n_left=len(q), n_right=len(train), threshold=t,
+             measure=measure, pairs=len(exp), side="peer", peer="SetSimilaritySearch",
+             exact=True, peer_threshold=peer.peer_threshold, candidates=int(left.shape[0]),
+             build_seconds=round(build, 3),
+             timed="SearchIndex.query of every test context (index prebuilt)", n_threads=1)

@@ -17,6 +17,11 @@ Timed regions
 * sparse_dot_topn: ``sp_matmul_topn`` on the same prebuilt matrices.
 
 Every exact peer must return our scores and indices bit for bit.
+
+Other measures (``measure=``): ``ours-measure[...]`` in the top-1 groups (two
+fields, context only) time the prebuilt search with Jaccard, cosine, the
+overlap coefficient and containment next to the Dice runs; each must equal the
+postings kernel's one-thread answer (the cost model picks the bit-sliced one).
 """
 
 from __future__ import annotations
@@ -149,6 +154,40 @@ def test_ours_end_to_end(benchmark, workload, train, queries, expected, group, n
     _info(benchmark, workload, q, refs, side="ours",
           timed="max_overlap(queries, references): index build included",
           n_threads=n_threads or overlap.effective_n_threads(None))
+
+
+# ------------------------------------------------------------------ other measures
+OTHER_MEASURES = ("jaccard", "cosine", "overlap", "containment")
+
+
+@pytest.fixture(scope="module")
+def expected_measures(index_2f, index_ctx, queries):
+    """Each measure's answer by the postings kernel on one thread."""
+    prev = _dispatch.FORCE_PATH
+    _dispatch.FORCE_PATH = "postings"
+    try:
+        return {(g, m): idx.max_overlap(queries[g], measure=m, n_threads=1)
+                for g, idx in ((G_2F, index_2f), (G_CTX, index_ctx)) for m in OTHER_MEASURES}
+    finally:
+        _dispatch.FORCE_PATH = prev
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+@pytest.mark.parametrize("measure", OTHER_MEASURES)
+@pytest.mark.parametrize("group", [G_2F, G_CTX], ids=["2f", "ctx"])
+def test_ours_measure(benchmark, workload, index_2f, index_ctx, queries, expected,
+                      expected_measures, group, measure, n_threads):
+    benchmark.group = group
+    idx = index_ctx if group == G_CTX else index_2f
+    q = queries[group]
+    res = benchmark(idx.max_overlap, q, measure=measure, n_threads=n_threads)
+    _check(res, expected_measures[group, measure])
+    nq = len(q) if isinstance(q, overlap.TokenSets) else len(q[0])
+    describe(benchmark, workload, n_queries=nq, n_references=len(idx), fields=idx.n_fields,
+             top_k=1, side="ours", measure=measure,
+             kernel=_dispatch.choose_path(idx._fields, nq, 0.0),
+             timed=f"max_overlap(measure={measure!r}) on prebuilt index",
+             n_threads=n_threads or overlap.effective_n_threads(None))
 
 
 # ------------------------------------------------------------------ scipy brute force

@@ -156,7 +156,8 @@ class LazyBitslice:
         return self._index
 
     def top_k_runner(self, qfields: tuple | None, top_k: int, min_score: float,
-                     exclude: bool, max_row: int, score: np.ndarray, index: np.ndarray):
+                     exclude: bool, max_row: int, score: np.ndarray, index: np.ndarray,
+                     measure: int = 0):
         """``run(start, stop, threads)`` filling score/index from the bit-sliced index.
 
         ``qfields=None`` searches the references against the rest of themselves.
@@ -171,6 +172,6 @@ class LazyBitslice:
 
         def run(start: int, stop: int, threads: int) -> None:
             bx.top_k(queries, start, stop, top_k, min_score, exclude, max_row, threads,
-                     score, index)
+                     score, index, measure)
 
         return run

@@ -74,6 +74,35 @@ def check_unit_interval(value: Any, name: str, *, allow_zero: bool = True) -> fl
     return value
 
 
+#: The set measures, in the order of the kernels' ``Measure`` enum
+#: (``overlap/_kernels/_bounds.pxd``); the definitions are in docs/measures.md.
+MEASURES = ("dice", "jaccard", "cosine", "overlap", "containment")
+#: How reports and plots name each measure.
+MEASURE_LABELS = {"dice": "Dice", "jaccard": "Jaccard", "cosine": "cosine",
+                  "overlap": "overlap coefficient", "containment": "containment"}
+
+
+def check_measure(measure: Any, *, self_join: bool = False,
+                  call: str = "a self-join or dedup") -> int:
+    """``measure=``: one of MEASURES; returns its kernel code.
+
+    ``self_join``: the call scores each pair of one collection once (a
+    self-join, dedup), which an asymmetric measure cannot do; ``call`` names
+    it in the error (e.g. "a self-join (right=None)").
+    """
+    if not isinstance(measure, str) or measure not in MEASURES:
+        raise ValueError(f"measure must be one of {', '.join(map(repr, MEASURES))}, "
+                         f"got {measure!r}")
+    if self_join and measure == "containment":
+        raise ValueError(
+            "measure='containment' is asymmetric (how much of the query lies inside the "
+            f"reference), so {call}, which scores each pair once, cannot use it; "
+            "measure='overlap' scores a pair by how much of the smaller row lies inside the "
+            "larger (the larger of the two containments)"
+        )
+    return MEASURES.index(measure)
+
+
 def check_join_threshold(threshold: Any) -> float:
     """A threshold join's ``threshold``: in (0, 1] (at 0 every pair qualifies)."""
     t = check_unit_interval(threshold, "threshold")

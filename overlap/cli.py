@@ -276,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``overlap`` command."""
     from . import __version__
     from ._lines import MAX_LINE_BYTES
+    from ._validation import MEASURES
     from .pipeline.report import AT
     from .pipeline.scanning import DEFAULT_TOKENIZER
     from .pipeline.steps import KEEP
@@ -318,6 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
     table.add_argument("--turns", type=_positive, default=1, metavar="K",
                        help="context turns when DailyDialog files are cut into (context, "
                             "response) samples (default: 1)")
+    meas = argparse.ArgumentParser(add_help=False)
+    meas.add_argument("--measure", choices=MEASURES, default="dice",
+                      help="score of two samples, the minimum over the fields "
+                           "(docs/measures.md); with i = |A & B|: dice 2i/(|A|+|B|) (default), "
+                           "jaccard i/|A | B|, cosine i/sqrt(|A||B|), overlap i/min(|A|,|B|), "
+                           "containment i/|A| (how much of the eval sample A lies inside the "
+                           "train sample B; not for dedup)")
     at = argparse.ArgumentParser(add_help=False)
     at.add_argument("--at", type=_thresholds, default=AT, metavar="T1,T2,...",
                     help="thresholds of the summary: counts and percentages of samples whose "
@@ -347,7 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="corpus and re-split seed (default: 0)")
     d.set_defaults(func=cmd_demo)
 
-    s = sub.add_parser("scan", parents=[common, writes, tok, table, at],
+    s = sub.add_parser("scan", parents=[common, writes, tok, table, meas, at],
                        help="max overlap of every eval sample against train (or within a file)",
                        description="For every eval sample, its best-matching train sample "
                                    "and their overlap ratio (minimum over fields). Without "
@@ -394,7 +402,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                  "(default: a text histogram on stdout)")
     s.set_defaults(func=cmd_scan)
 
-    u = sub.add_parser("dedup", parents=[common, writes, tok],
+    u = sub.add_parser("dedup", parents=[common, writes, tok, meas],
                        help="iterative near-duplicate removal of a file's units",
                        description="Remove near-duplicate units (dialogues of a DailyDialog "
                                    "file, or rows of a table) with the iterative method.")
@@ -571,7 +579,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # ----------------------------------------------------------------- commands
-def _plot(con: Console, outs: Any, path: str | None, series: dict, title: str) -> str | None:
+def _plot(con: Console, outs: Any, path: str | None, series: dict, title: str,
+          measure: str = "dice") -> str | None:
     """Stage a PNG histogram; print a text one when matplotlib is missing."""
     from ._optional import MissingExtra
     from .pipeline.plot import save_histogram, text_histogram
@@ -580,7 +589,7 @@ def _plot(con: Console, outs: Any, path: str | None, series: dict, title: str) -
         return None
     if path is not None:
         try:
-            save_histogram(outs.stage(path), series, title=title)
+            save_histogram(outs.stage(path), series, title=title, measure=measure)
             return path
         except MissingExtra as e:
             con.out(f"({e}; a text histogram instead)")
@@ -855,12 +864,13 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     inputs = [evalf] + ([args.train] if args.train else [])
     outs = _scan_outputs(args, con, inputs)
     res = scan(evalf, args.train, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
-               fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
-               progress=con.progress, read_progress=con.byte_progress, log=con.log)
+               fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram,
+               measure=args.measure, n_threads=nt, progress=con.progress,
+               read_progress=con.byte_progress, log=con.log)
     con.end_step()
     against = f"against {args.train}" if args.train else "against the rest of the file"
-    con.out(f"{evalf} {against} (fields: {', '.join(res.fields)}; each sample's best match; "
-            f"counts of scores >= each threshold)")
+    con.out(f"{evalf} {against} (fields: {', '.join(res.fields)}; each sample's best match"
+            f"{_by_measure(args.measure)}; counts of scores >= each threshold)")
     con.out("  " + res.summary.format("eval"))
     if args.train:
         con.out(f"  train: {len(res.train_texts[0]):,} samples")
@@ -868,7 +878,14 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
         con.out(f"  by {args.by} (counts of scores >= each threshold):")
         con.out(_indent(_indent(res.groups.format())))
     return _finish_scan(args, con, outs, res, nt, "Max overlap of eval samples against " +
-                        ("train" if args.train else "the rest"))
+                        ("train" if args.train else "the rest") + _by_measure(args.measure))
+
+
+def _by_measure(measure: str) -> str:
+    """`` by Jaccard`` (any measure but the default Dice, which goes unnamed)."""
+    from ._validation import MEASURE_LABELS
+
+    return "" if measure == "dice" else f" by {MEASURE_LABELS[measure]}"
 
 
 def _check_stdout_format(args: argparse.Namespace, con: Console, default: str) -> None:
@@ -926,11 +943,12 @@ def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) ->
     res = scan_corpus(evalf, corpus, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                       fmt=args.format, corpus_format=args.stream_format, chunk_rows=chunk_rows,
                       min_score=args.min_score or 0.0, tokenizer=args.tokenizer,
-                      ngram=args.ngram, n_threads=nt, progress=con.byte_progress, log=con.log)
+                      ngram=args.ngram, measure=args.measure, n_threads=nt,
+                      progress=con.byte_progress, log=con.log)
     con.end_step()
     st = res.stream
     con.out(f"{evalf} against the stream {corpus} (fields: {', '.join(res.fields)}; each sample's "
-            f"best match; counts of scores >= each threshold)")
+            f"best match{_by_measure(args.measure)}; counts of scores >= each threshold)")
     con.out("  " + res.summary.format("eval"))
     con.out(f"  train: {st.n_references:,} samples")
     con.out(f"  streamed: {len(st.shards):,} shard file(s), {format_bytes(st.nbytes)}, "
@@ -940,7 +958,8 @@ def _scan_stream(args: argparse.Namespace, con: Console, evalf: str, nt: int) ->
         con.out(f"  by {args.by} (counts of scores >= each threshold):")
         con.out(_indent(_indent(res.groups.format())))
     return _finish_scan(args, con, outs, res, nt,
-                        "Max overlap of eval samples against the training corpus")
+                        "Max overlap of eval samples against the training corpus"
+                        + _by_measure(args.measure))
 
 
 def _finish_scan(args: argparse.Namespace, con: Console, outs: Any, res: Any, nt: int,
@@ -957,7 +976,7 @@ def _finish_scan(args: argparse.Namespace, con: Console, outs: Any, res: Any, nt
             _write_summary(outs.stage(args.summary), args.summary, res)
         shown = None
         if args.plot:
-            shown = _plot(con, outs, args.plot, {"eval": res.score}, title)
+            shown = _plot(con, outs, args.plot, {"eval": res.score}, title, args.measure)
         else:
             con.out(_indent(_text_hist(res.score)))
     con.out("  " + con.timing_line(nt))
@@ -1008,7 +1027,10 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from .search import ratio
     from .tokensets import TokenSets
 
+    from ._validation import check_measure
+
     nt = effective_n_threads(args.threads, "--threads")
+    check_measure(args.measure, self_join=True, call="dedup")
     in_fmt = infer_format(args.input, args.format)
     to_stdout = args.out == "-"
     ext = "" if to_stdout else os.path.splitext(args.out)[1].lower()
@@ -1049,14 +1071,14 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                              n_threads=nt, progress=con.progress)
         what = "rows"
     # the index build, the join (with a bar) and the passes each get a step line
-    con.log(f"dedup: at threshold {args.threshold:g}, keep {args.keep}: indexing "
-            f"{len(ts[0]):,} {what}")
+    con.log(f"dedup: at threshold {args.threshold:g}{_by_measure(args.measure)}, keep "
+            f"{args.keep}: indexing {len(ts[0]):,} {what}")
     if args.keep == "first":
-        res = dedup_first(ts, threshold=args.threshold, n_threads=nt, progress=con.progress,
-                          _log=con.log)
+        res = dedup_first(ts, threshold=args.threshold, measure=args.measure, n_threads=nt,
+                          progress=con.progress, _log=con.log)
     else:
-        res = dedup(ts, threshold=args.threshold, n_threads=nt, progress=con.progress,
-                    _log=con.log)
+        res = dedup(ts, threshold=args.threshold, measure=args.measure, n_threads=nt,
+                    progress=con.progress, _log=con.log)
     keep = res.keep.tolist()
     with outs:
         if in_fmt == "dailydialog":
@@ -1083,13 +1105,14 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
             removed = np.flatnonzero(~res.keep)
             kept_for = res.kept_for[removed]
             scores = (ratio(tuple(t.take(removed) for t in ts),
-                            tuple(t.take(kept_for) for t in ts), n_threads=nt)
+                            tuple(t.take(kept_for) for t in ts), measure=args.measure,
+                            n_threads=nt)
                       if removed.size else np.zeros(0))
             n = res.keep.shape[0]
             report = {
                 "input": args.input, "output": args.out, "threshold": args.threshold,
-                "keep": args.keep, "units": int(n), "removed": res.n_removed,
-                "kept": int(n - res.n_removed), "passes": res.passes,
+                "measure": args.measure, "keep": args.keep, "units": int(n),
+                "removed": res.n_removed, "kept": int(n - res.n_removed), "passes": res.passes,
                 "pairs_above_threshold": res.n_edges,
                 "removed_units": [{"index": int(i), "kept_for": int(j), "score": float(s),
                                    "cluster": int(res.cluster[i]), "text": texts[i],
@@ -1102,8 +1125,9 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 fh.write("\n")
     n = res.keep.shape[0]
     con.out(f"{args.input}: removed {res.n_removed:,} of {n:,} {what} "
-            f"(threshold {args.threshold:g}, keep {args.keep}, {_counted(res.passes, 'pass')}, "
-            f"{_counted(res.n_edges, 'pair')} above the threshold)")
+            f"(threshold {args.threshold:g}{_by_measure(args.measure)}, keep {args.keep}, "
+            f"{_counted(res.passes, 'pass')}, {_counted(res.n_edges, 'pair')} above the "
+            "threshold)")
     con.out(f"  kept {n - res.n_removed:,} {what} -> "
             + ("stdout" if to_stdout else args.out))
     if args.report:

@@ -29,7 +29,9 @@ from ._kernels import _pairs
 from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
-from ._validation import check_int, check_join_threshold, check_unit_interval, type_name
+from ._validation import (
+    check_int, check_join_threshold, check_measure, check_unit_interval, type_name,
+)
 from .dedup import DedupResult, dedup_from_edges, edges_above
 from ._optional import require
 from .search import Fields, JoinResult, MaxOverlapResult, OverlapIndex
@@ -91,14 +93,16 @@ def _take(fields: tuple, rows: np.ndarray) -> tuple:
     return tuple(ts.take(rows) for ts in fields)
 
 
-def _shard_top_k(shard, queries, start, stop, n, top_k, min_score, self_mode, n_threads):
+def _shard_top_k(shard, queries, start, stop, n, top_k, min_score, self_mode, n_threads,
+                 measure="dice"):
     """Top-k of every query within one shard, with global reference indices."""
     index = OverlapIndex(shard, n_threads=n_threads)
     nq = len(queries[0])
     score = np.zeros((nq, top_k), dtype=np.float64)
     found = np.full((nq, top_k), -1, dtype=np.int64)
     if self_mode:
-        inside = index.max_overlap(None, top_k=top_k, min_score=min_score, n_threads=n_threads)
+        inside = index.max_overlap(None, top_k=top_k, min_score=min_score, measure=measure,
+                                   n_threads=n_threads)
         score[start:stop], found[start:stop] = (np.reshape(inside.score, (-1, top_k)),
                                                 np.reshape(inside.index, (-1, top_k)))
         rows = np.concatenate([np.arange(0, start), np.arange(stop, n)]).astype(np.int64)
@@ -106,7 +110,8 @@ def _shard_top_k(shard, queries, start, stop, n, top_k, min_score, self_mode, n_
         rows = np.arange(nq, dtype=np.int64)
     if rows.shape[0]:
         qs = queries if rows.shape[0] == nq else _take(queries, rows)
-        out = index.max_overlap(qs, top_k=top_k, min_score=min_score, n_threads=n_threads)
+        out = index.max_overlap(qs, top_k=top_k, min_score=min_score, measure=measure,
+                                n_threads=n_threads)
         score[rows] = np.reshape(out.score, (-1, top_k))
         found[rows] = np.reshape(out.index, (-1, top_k))
     found[found >= 0] += start
@@ -119,19 +124,19 @@ def _merge_shards(a, b):
     return merge_top_k(a[0], a[1], b[0], b[1])
 
 
-def _shard_join(shard, left, start, stop, threshold, self_mode, n_threads):
+def _shard_join(shard, left, start, stop, threshold, self_mode, n_threads, measure="dice"):
     """Pairs (left, global right) of one shard at or above the threshold."""
     index = OverlapIndex(shard, n_threads=n_threads)
     parts = []
     if self_mode:  # i < j: pairs inside the shard, then every earlier row vs the shard
-        inside = index.join(None, threshold=threshold, n_threads=n_threads)
+        inside = index.join(None, threshold=threshold, measure=measure, n_threads=n_threads)
         parts.append((inside.left + start, inside.right + start, inside.score))
         if start:
             before = index.join(_take(left, np.arange(start, dtype=np.int64)),
-                                threshold=threshold, n_threads=n_threads)
+                                threshold=threshold, measure=measure, n_threads=n_threads)
             parts.append((before.left, before.right + start, before.score))
     else:
-        out = index.join(left, threshold=threshold, n_threads=n_threads)
+        out = index.join(left, threshold=threshold, measure=measure, n_threads=n_threads)
         parts.append((out.left, out.right + start, out.score))
     return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))
 
@@ -171,6 +176,7 @@ def max_overlap(
     client: Any,
     top_k: int = 1,
     min_score: float = 0.0,
+    measure: str = "dice",
     n_shards: int | None = None,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -179,7 +185,7 @@ def max_overlap(
 
     Parameters
     ----------
-    queries, references, top_k, min_score
+    queries, references, top_k, min_score, measure
         As in :func:`overlap.max_overlap` (``references=None``: all against the
         rest, the query itself excluded).
     client : distributed.Client
@@ -205,6 +211,7 @@ def max_overlap(
         check_compatible(qfields, rfields, "queries", "references")
     top_k = check_int(top_k, "top_k", minimum=1)
     min_score = check_unit_interval(min_score, "min_score")
+    check_measure(measure)
     n_threads = _check_threads(n_threads)
     client = _check_client(client)
     n, nq = len(rfields[0]), len(qfields[0])
@@ -215,7 +222,7 @@ def max_overlap(
         shards, qf = _scatter(client, plan, rfields, qfields)
         futures = [
             client.submit(_shard_top_k, shard, qf, a, b, n, top_k, min_score, self_mode, nt,
-                          workers=[addr], allow_other_workers=True, pure=False)
+                          measure, workers=[addr], allow_other_workers=True, pure=False)
             for shard, (a, b, addr, nt) in zip(shards, plan)
         ]
         _run(client, futures, progress, "dask max_overlap")
@@ -234,7 +241,8 @@ def max_overlap(
     return MaxOverlapResult(np.ascontiguousarray(score), np.ascontiguousarray(index))
 
 
-def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress):
+def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress,
+          measure="dice"):
     n = len(rfields[0])
     empty = np.zeros(0, dtype=np.int64)
     if n == 0 or len(lfields[0]) == 0:
@@ -242,7 +250,7 @@ def _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress)
     plan = _plan(client, n, n_shards, n_threads)
     shards, lf = _scatter(client, plan, rfields, lfields)
     futures = [
-        client.submit(_shard_join, shard, lf, a, b, t, self_mode, nt,
+        client.submit(_shard_join, shard, lf, a, b, t, self_mode, nt, measure,
                       workers=[addr], allow_other_workers=True, pure=False)
         for shard, (a, b, addr, nt) in zip(shards, plan)
     ]
@@ -261,6 +269,7 @@ def overlap_join(
     *,
     client: Any,
     threshold: float,
+    measure: str = "dice",
     n_shards: int | None = None,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -269,18 +278,21 @@ def overlap_join(
 
     For a self-join (``right=None``, pairs i < j) each shard lists the pairs
     inside it and the pairs of every earlier row with it, so every pair is
-    found exactly once.  Other parameters as in :func:`max_overlap` of this
-    module; the result equals the local call's.
+    found exactly once.  ``measure`` as in :func:`overlap.overlap_join`
+    (``"containment"`` not for a self-join); other parameters as in
+    :func:`max_overlap` of this module.  The result equals the local call's.
     """
     lfields = as_fields(left, "left")
     t = check_join_threshold(threshold)
     self_mode = right is None
+    check_measure(measure, self_join=self_mode, call="a self-join (right=None)")
     rfields = lfields if self_mode else as_fields(right, "right")
     if not self_mode:
         check_compatible(lfields, rfields, "left", "right")
     n_threads = _check_threads(n_threads)
     client = _check_client(client)
-    return _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress)
+    return _join(lfields, rfields, self_mode, t, client, n_shards, n_threads, progress,
+                 measure)
 
 
 def dedup(
@@ -288,22 +300,26 @@ def dedup(
     *,
     client: Any,
     threshold: float = 0.8,
+    measure: str = "dice",
     n_shards: int | None = None,
     n_threads: int | None = None,
     progress: ProgressArg = False,
 ) -> DedupResult:
     """:func:`overlap.dedup` whose threshold join runs on the cluster.
 
-    The edges (pairs with ratio > threshold) are gathered and the passes run
+    The edges (pairs with score > threshold) are gathered and the passes run
     locally, as in the local function; the result is identical to it.
+    ``measure`` as in :func:`overlap.dedup` (``"containment"`` is refused).
     """
     fields = as_fields(units, "units")
     t = check_unit_interval(threshold, "threshold")
+    check_measure(measure, self_join=True, call="dedup")
     n_threads = _check_threads(n_threads)
     client = _check_client(client)
     n = len(fields[0])
     left, right, score = edges_above(
-        n, t, lambda at: _join(fields, fields, True, at, client, n_shards, n_threads, progress))
+        n, t, lambda at: _join(fields, fields, True, at, client, n_shards, n_threads, progress,
+                               measure))
     return dedup_from_edges(left, right, score, n)
 
 
@@ -328,6 +344,7 @@ def scan_stream(
     top_k: int = 1,
     min_score: float = 0.0,
     index: str = "auto",
+    measure: str = "dice",
     keep_text: bool = True,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -349,7 +366,7 @@ def scan_stream(
     shards : path or list of paths
         A directory (its shards in sorted name order) or a list of files.
     client : distributed.Client
-    fields, fmt, tokenizer, ngram, seed, chunk_rows, top_k, min_score, index, keep_text
+    fields, fmt, tokenizer, ngram, seed, chunk_rows, top_k, min_score, index, measure, keep_text
         As in :func:`overlap.stream.scan_stream`.  A callable tokenizer must
         be picklable.
     n_threads : int, optional
@@ -368,14 +385,14 @@ def scan_stream(
 
     t0 = time.perf_counter()
     check_scan_args(eval_columns, fields, ngram=ngram, chunk_rows=chunk_rows, top_k=top_k,
-                    min_score=min_score, index=index)
+                    min_score=min_score, index=index, measure=measure)
     n_threads = _check_threads(n_threads)
     client = _check_client(client)
     paths = shard_paths(shards, fmt)
     ws = _workers(client)
     options = dict(fields=fields, fmt=fmt, tokenizer=tokenizer, ngram=ngram, seed=seed,
                    chunk_rows=chunk_rows, top_k=top_k, min_score=min_score, index=index,
-                   keep_text=keep_text)
+                   measure=measure, keep_text=keep_text)
     ev = client.scatter([eval_columns], broadcast=True, hash=False)[0]
     futures = []
     for s, path in enumerate(paths):

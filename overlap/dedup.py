@@ -14,7 +14,7 @@ from ._progress import ProgressArg, check_progress
 from ._threads import effective_n_threads
 from ._fields import as_fields
 from ._order import pair_order, stable_argsort_u64
-from ._validation import check_unit_interval
+from ._validation import check_measure, check_unit_interval
 from .search import Fields, build_index
 
 __all__ = ["DedupResult", "dedup", "dedup_from_edges", "exact_duplicates"]
@@ -72,6 +72,7 @@ def dedup(
     units: Fields,
     *,
     threshold: float = 0.8,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
     _log: Callable[[str], Any] | None = None,
@@ -93,6 +94,10 @@ def dedup(
         One row per unit (a dialogue, a movie, a sample); several fields use the
         minimum ratio over fields.
     threshold : float in [0, 1], default 0.8
+    measure : {"dice", "jaccard", "cosine", "overlap"}, default "dice"
+        The score of two units (docs/measures.md).  ``"overlap"`` removes a
+        unit whose smaller side lies (at least ``threshold``) inside the
+        other; ``"containment"`` is asymmetric and refused.
     n_threads : int or None
     progress : bool or callable
         Progress of the join (the passes themselves are fast).  The index the
@@ -104,9 +109,10 @@ def dedup(
     """
     fields = as_fields(units, "units")
     t = check_unit_interval(threshold, "threshold")
+    check_measure(measure, self_join=True, call="dedup")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
-    left, right, score = self_join_edges(fields, t, nt, progress, _log)
+    left, right, score = self_join_edges(fields, t, nt, progress, _log, measure)
     if _log is not None:
         _log(f"dedup: passes over {left.shape[0]:,} pairs above the threshold")
     return dedup_from_edges(left, right, score, len(fields[0]))
@@ -128,7 +134,7 @@ def edges_above(n: int, threshold: float, self_join: Callable[[float], Any]) -> 
 
 
 def self_join_edges(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
-                    log: Callable[[str], Any] | None = None) -> Edges:
+                    log: Callable[[str], Any] | None = None, measure: str = "dice") -> Edges:
     """:func:`edges_above` of checked ``fields`` by a local self-join on ``nt``
     threads; ``log`` (the command line's step lines) hears of the join."""
     n = len(fields[0])
@@ -137,7 +143,7 @@ def self_join_edges(fields: tuple, threshold: float, nt: int, progress: Progress
         index = build_index(fields, "units", nt, as_queries=True)
         if log is not None:  # the index build has no bar: the join gets a line
             log(f"dedup: joining {n:,} units with themselves")
-        return index.join(None, threshold=t, n_threads=nt, progress=progress)
+        return index.join(None, threshold=t, measure=measure, n_threads=nt, progress=progress)
 
     return edges_above(n, threshold, self_join)
 

@@ -16,7 +16,9 @@ from ._fields import as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._kernels._collection import MAX_QUERY_TOKENS, MAX_ROW_MASS
-from ._validation import MAX_C_INT, check_int, check_join_threshold, check_unit_interval
+from ._validation import (
+    MAX_C_INT, check_int, check_join_threshold, check_measure, check_unit_interval,
+)
 from .tokensets import TokenSets
 
 __all__ = [
@@ -278,6 +280,7 @@ class OverlapIndex:
         *,
         top_k: int = 1,
         min_score: float = 0.0,
+        measure: str = "dice",
         n_threads: int | None = None,
         progress: ProgressArg = False,
     ) -> MaxOverlapResult:
@@ -287,6 +290,7 @@ class OverlapIndex:
         """
         top_k = check_int(top_k, "top_k", minimum=1, maximum=MAX_C_INT)
         min_score = check_unit_interval(min_score, "min_score")
+        code = check_measure(measure)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
         checked = self._check_queries(queries, "queries", self._name)
@@ -298,7 +302,7 @@ class OverlapIndex:
         # results); it reads the fields as they are
         if _dispatch.use_bitslice(self._fields, n, min_score, self._bitslice):
             run = self._bitslice.top_k_runner(qfields, top_k, min_score, qfields is None,
-                                              max_row, score, index)
+                                              max_row, score, index, code)
             work = query_work(self._fields if qfields is None else qfields)
         else:
             qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",
@@ -308,7 +312,7 @@ class OverlapIndex:
 
             def run(start: int, stop: int, threads: int) -> None:
                 self._index.top_k(qcoll, start, stop, top_k, min_score, exclude, max_row,
-                                  max_mass, threads, score, index, pool)
+                                  max_mass, threads, score, index, pool, code)
 
         _run_chunks(run, work, nt, progress, "max_overlap")
         if top_k == 1:
@@ -320,18 +324,22 @@ class OverlapIndex:
         queries: Fields | None = None,
         *,
         threshold: float,
+        measure: str = "dice",
         n_threads: int | None = None,
         progress: ProgressArg = False,
     ) -> JoinResult:
-        """Pairs (query, reference) with ratio >= threshold; ``queries=None`` = self-join.
+        """Pairs (query, reference) with score >= threshold; ``queries=None`` = self-join.
 
         See :func:`overlap_join`.
         """
-        return self._join(queries, "queries", threshold, n_threads, progress)
+        return self._join(queries, "queries", threshold, n_threads, progress, measure)
 
-    def _join(self, queries, qname: str, threshold, n_threads, progress) -> JoinResult:
+    def _join(self, queries, qname: str, threshold, n_threads, progress,
+              measure: str = "dice") -> JoinResult:
         """:meth:`join`; errors about the queries name ``qname``."""
         threshold = check_join_threshold(threshold)
+        code = check_measure(measure, self_join=queries is None,
+                             call=f"a self-join ({qname}=None)")
         check_progress(progress)
         nt = effective_n_threads(n_threads)
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
@@ -341,7 +349,7 @@ class OverlapIndex:
 
         def run(start: int, stop: int, threads: int) -> None:
             parts.append(self._index.join(qcoll, start, stop, threshold, upper, max_row,
-                                          max_mass, threads, pool))
+                                          max_mass, threads, pool, code))
 
         _run_chunks(run, work, nt, progress, "overlap_join")
         return JoinResult(*_pairs.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
@@ -368,28 +376,35 @@ def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> No
         )
 
 
-def ratio(a: Fields, b: Fields, *, n_threads: int | None = None) -> np.ndarray:
-    """Overlap ratio (Dice) of aligned pairs ``a[i]``, ``b[i]``.
+def ratio(a: Fields, b: Fields, *, measure: str = "dice",
+          n_threads: int | None = None) -> np.ndarray:
+    """Overlap ratio of aligned pairs ``a[i]``, ``b[i]`` (Dice unless ``measure``).
 
     Parameters
     ----------
     a, b : TokenSets or sequence of TokenSets
         Equally long collections with the same fields; with several fields the
         ratio is the minimum over fields.
+    measure : {"dice", "jaccard", "cosine", "overlap", "containment"}, default "dice"
+        The score of a pair of rows (docs/measures.md), the minimum over fields
+        for several fields; ``"containment"`` is how much of the row of ``a`` lies
+        inside the row of ``b``.
     n_threads : int or None
 
     Returns
     -------
     ndarray of float64, shape (n,)
-        ``2*|a ∩ b| / (|a| + |b|)``, 0 where both are empty.
+        Dice: ``2*|a ∩ b| / (|a| + |b|)``; every measure is 0 where the rows
+        share nothing (and where both are empty).
     """
     fa = as_fields(a, "a")
     fb = as_fields(b, "b")
     check_compatible(fa, fb, "a", "b")
+    code = check_measure(measure)
     if len(fa[0]) != len(fb[0]):
         raise ValueError(f"a and b must have the same length, got {len(fa[0])} and {len(fb[0])}")
     nt = threads_for(len(fa[0]), effective_n_threads(n_threads), 4096)
-    return _collection.pair_ratios(_index.collection(fa), _index.collection(fb), nt)
+    return _collection.pair_ratios(_index.collection(fa), _index.collection(fb), nt, code)
 
 
 def max_overlap(
@@ -398,6 +413,7 @@ def max_overlap(
     *,
     top_k: int = 1,
     min_score: float = 0.0,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
 ) -> MaxOverlapResult:
@@ -416,6 +432,10 @@ def max_overlap(
     min_score : float in [0, 1], default 0
         Matches below it are not reported (index -1, score 0); the search prunes
         with it.  Scores at or above it are exact.
+    measure : {"dice", "jaccard", "cosine", "overlap", "containment"}, default "dice"
+        The score of a pair of rows (docs/measures.md), the minimum over fields
+        for several fields; ``"containment"`` is how much of the query lies
+        inside the reference.
     n_threads : int or None
         None uses all cores; results are identical for every value.
     progress : bool or callable
@@ -436,15 +456,18 @@ def max_overlap(
     # every argument is checked before the index is built
     top_k = check_int(top_k, "top_k", minimum=1, maximum=MAX_C_INT)
     min_score = check_unit_interval(min_score, "min_score")
+    check_measure(measure)
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     if rfields is None:
         return OverlapIndex._build(qfields, "queries", nt, as_queries=True,
                                    eager=False).max_overlap(
-            None, top_k=top_k, min_score=min_score, n_threads=n_threads, progress=progress
+            None, top_k=top_k, min_score=min_score, measure=measure, n_threads=n_threads,
+            progress=progress
         )
     return OverlapIndex._build(rfields, "references", nt, eager=False).max_overlap(
-        qfields, top_k=top_k, min_score=min_score, n_threads=n_threads, progress=progress
+        qfields, top_k=top_k, min_score=min_score, measure=measure, n_threads=n_threads,
+        progress=progress
     )
 
 
@@ -453,6 +476,7 @@ def overlap_join(
     right: Fields | None = None,
     *,
     threshold: float,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
 ) -> JoinResult:
@@ -468,7 +492,12 @@ def overlap_join(
         ``>= threshold``.  This equals the integer test
         ``2*inter*q >= p*(a+b)`` for the threshold written as a decimal
         fraction ``p/q`` (e.g. 4/5 for 0.8), so a pair exactly on the threshold
-        is never lost to rounding.
+        is never lost to rounding.  Other measures: their float64 score
+        (docs/measures.md) ``>= threshold``.
+    measure : {"dice", "jaccard", "cosine", "overlap", "containment"}, default "dice"
+        The score of a pair of rows (docs/measures.md), the minimum over fields
+        for several fields; ``"containment"`` is how much of ``left[i]`` lies
+        inside ``right[j]`` (not for a self-join: use ``"overlap"``).
     n_threads : int or None
     progress : bool or callable
 
@@ -482,10 +511,12 @@ def overlap_join(
     if rfields is not None:
         check_compatible(lfields, rfields, "left", "right")
     t = check_join_threshold(threshold)
+    check_measure(measure, self_join=rfields is None, call="a self-join (right=None)")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     if rfields is None:
         return OverlapIndex._build(lfields, "left", nt, as_queries=True)._join(
-            None, "left", t, n_threads, progress
+            None, "left", t, n_threads, progress, measure
         )
-    return OverlapIndex._build(rfields, "right", nt)._join(lfields, "left", t, n_threads, progress)
+    return OverlapIndex._build(rfields, "right", nt)._join(lfields, "left", t, n_threads,
+                                                           progress, measure)

@@ -30,6 +30,10 @@ Two ways to search one chunk, chosen per chunk by ``index=``:
     unless the last chunk searched that way listed more pairs than it had
     rows; else ``"chunk"``.
 
+``measure="containment"`` (how much of the query lies inside the reference)
+searches every chunk with ``"chunk"``: the join of ``"queries"`` scores each
+pair from the chunk row's side, the other direction.
+
 The rule comes from a measurement (docs/streaming.md): on Zipf
 text with 1,000 queries and 65,536-row chunks, one thread, the query index is
 1.4x (cut-off 0.5) to 2.7x (0.8) faster than indexing the chunk, but at 0.3 it
@@ -51,7 +55,7 @@ from ._fields import as_fields, check_compatible
 from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
-from ._validation import check_int, check_unit_interval, type_name
+from ._validation import check_int, check_measure, check_unit_interval, type_name
 from .search import Fields, MaxOverlapResult, OverlapIndex
 from .stream_readers import Chunk, read_chunks, source_size
 from .tokensets import Tokenizer, TokenSets
@@ -118,19 +122,23 @@ class StreamMerger:
     index : {"auto", "chunk", "queries"}
         How each chunk is searched (see the module notes); the result is the
         same for every choice.
+    measure : str, default "dice"
+        As in :func:`overlap.max_overlap`; ``"containment"`` takes
+        ``index="chunk"`` or ``"auto"``.
     n_threads : int or None
 
     Use :meth:`add` for every chunk in order, then :meth:`result`.
     """
 
     def __init__(self, queries: Fields, *, top_k: int = 1, min_score: float = 0.0,
-                 index: str = "auto", n_threads: int | None = None) -> None:
+                 index: str = "auto", measure: str = "dice",
+                 n_threads: int | None = None) -> None:
         self.queries = as_fields(queries, "queries")
         self.top_k = check_int(top_k, "top_k", minimum=1)
         self.min_score = check_unit_interval(min_score, "min_score")
-        if index not in _INDEX_CHOICES:
-            raise ValueError(f"index must be one of {', '.join(_INDEX_CHOICES)}, got {index!r}")
+        _check_index(index, measure)
         self.index_choice = index
+        self.measure = measure
         self.n_threads = n_threads
         effective_n_threads(n_threads)  # validates
         nq = len(self.queries[0])
@@ -171,14 +179,16 @@ class StreamMerger:
         cut = self.cutoff()
         how = self.index_choice
         if how == "auto":
-            cheap = cut >= AUTO_QUERIES_CUTOFF and self._pairs_per_row <= 1.0
+            cheap = (cut >= AUTO_QUERIES_CUTOFF and self._pairs_per_row <= 1.0
+                     and self.measure != "containment")
             how = "queries" if cheap else "chunk"
         if how == "queries" and cut <= 0.0:
             how = "chunk"  # a join needs a positive threshold
         self.chunks[how] += 1
         if how == "chunk":
             res = OverlapIndex(rfields, n_threads=self.n_threads).max_overlap(
-                self.queries, top_k=self.top_k, min_score=cut, n_threads=self.n_threads)
+                self.queries, top_k=self.top_k, min_score=cut, measure=self.measure,
+                n_threads=self.n_threads)
             s = np.reshape(res.score, (nq, self.top_k))
             i = np.reshape(res.index, (nq, self.top_k))
         else:
@@ -203,7 +213,8 @@ class StreamMerger:
             b = min(m, a + JOIN_ROWS)
             part = rfields if (a, b) == (0, m) else tuple(
                 f.take(np.arange(a, b, dtype=np.int64)) for f in rfields)
-            pairs = self._query_index.join(part, threshold=cut, n_threads=self.n_threads)
+            pairs = self._query_index.join(part, threshold=cut, measure=self.measure,
+                                           n_threads=self.n_threads)
             n_pairs += len(pairs)
             if len(pairs):
                 s, i = merge_top_k(s, i, *_best_per_query(pairs, nq, k, a))
@@ -224,6 +235,7 @@ def stream_max_overlap(
     top_k: int = 1,
     min_score: float = 0.0,
     index: str = "auto",
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
 ) -> MaxOverlapResult:
@@ -236,10 +248,11 @@ def stream_max_overlap(
         Consecutive chunks of the references, in order; reference ``j`` of the
         result is row ``j`` of the chunks laid end to end.  Any iterable works
         (a generator keeps only one chunk alive).
-    top_k, min_score
+    top_k, min_score, measure
         As in :func:`overlap.max_overlap`.
     index : {"auto", "chunk", "queries"}
-        How each chunk is searched (module notes); the result does not depend on it.
+        How each chunk is searched (module notes); the result does not depend
+        on it (``measure="containment"`` takes ``"chunk"`` or ``"auto"``).
     n_threads : int or None
     progress : bool or callable
         True prints references done (tqdm on a terminal, plain lines in a
@@ -251,7 +264,7 @@ def stream_max_overlap(
         Equal to ``overlap.max_overlap(queries, all_references, ...)``.
     """
     merger = StreamMerger(queries, top_k=top_k, min_score=min_score, index=index,
-                          n_threads=n_threads)
+                          measure=measure, n_threads=n_threads)
     if isinstance(reference_chunks, (TokenSets, str, bytes)):
         raise TypeError("reference_chunks must be an iterable of chunks, got a single "
                         f"{type_name(reference_chunks)}")
@@ -306,8 +319,19 @@ class StreamScanResult:
         raise IndexError(f"row {row} is not in the corpus ({self.n_references} rows)")
 
 
+def _check_index(index, measure) -> None:
+    """``index=`` and ``measure=`` of a streamed search."""
+    if index not in _INDEX_CHOICES:
+        raise ValueError(f"index must be one of {', '.join(_INDEX_CHOICES)}, got {index!r}")
+    check_measure(measure)
+    if index == "queries" and measure == "containment":
+        raise ValueError("index='queries' cannot search with measure='containment': its join "
+                         "scores each pair from the corpus row's side (how much of the corpus "
+                         "row lies inside the query); use index='chunk' or 'auto'")
+
+
 def check_scan_args(eval_columns, fields, *, ngram, chunk_rows, top_k, min_score,
-                    index) -> tuple[list[str], dict]:
+                    index, measure="dice") -> tuple[list[str], dict]:
     """Validate :func:`scan_stream`'s arguments; return the field list and eval columns."""
     if fields is None:
         fields = ["text"]
@@ -323,8 +347,7 @@ def check_scan_args(eval_columns, fields, *, ngram, chunk_rows, top_k, min_score
     check_int(chunk_rows, "chunk_rows", minimum=1)
     check_int(top_k, "top_k", minimum=1)
     check_unit_interval(min_score, "min_score")
-    if index not in _INDEX_CHOICES:
-        raise ValueError(f"index must be one of {', '.join(_INDEX_CHOICES)}, got {index!r}")
+    _check_index(index, measure)
     return fields, _eval_fields(eval_columns, fields)
 
 
@@ -361,6 +384,7 @@ def scan_stream(
     top_k: int = 1,
     min_score: float = 0.0,
     index: str = "auto",
+    measure: str = "dice",
     keep_text: bool = True,
     n_threads: int | None = None,
     progress: ProgressArg = False,
@@ -386,7 +410,7 @@ def scan_stream(
         As in :meth:`overlap.TokenSets.from_texts`, for both sides.
     chunk_rows : int, default 65536
         Corpus rows held in memory at a time.
-    top_k, min_score, index, n_threads
+    top_k, min_score, index, measure, n_threads
         As in :func:`stream_max_overlap`.
     keep_text : bool, default True
         Keep the text of every current match (memory: eval size x top_k).
@@ -409,7 +433,8 @@ def scan_stream(
     """
     t0 = time.perf_counter()
     fields, ev = check_scan_args(eval_columns, fields, ngram=ngram, chunk_rows=chunk_rows,
-                                 top_k=top_k, min_score=min_score, index=index)
+                                 top_k=top_k, min_score=min_score, index=index,
+                                 measure=measure)
     nt = n_threads
 
     def tok(texts):
@@ -417,7 +442,7 @@ def scan_stream(
 
     queries = tuple(tok(ev[f]) for f in fields)
     merger = StreamMerger(queries, top_k=top_k, min_score=min_score, index=index,
-                          n_threads=n_threads)
+                          measure=measure, n_threads=n_threads)
     nq, k = merger.score.shape
     match = {f: np.full((nq, k), None, dtype=object) for f in fields} if keep_text else {}
     if isinstance(source, (str, os.PathLike)) or (

@@ -46,6 +46,7 @@ class BitsliceIndex:
         n_threads: int,
         out_score: NDArray[np.float64],
         out_index: NDArray[np.int64],
+        measure: int = ...,
     ) -> None: ...
 
 def fill_field(

@@ -48,7 +48,10 @@ from libc.string cimport memset
 
 from overlap._openmp cimport omp_get_thread_num
 from overlap._kernels._hash cimport fmix64
-from overlap._kernels._bounds cimport DICE, need_count, rest_score, score
+from overlap._kernels._bounds cimport (
+    DICE, N_MEASURES, AnyMeasure, DiceOnly, MeasureArg, measure_of, need_count,
+    one_means_identical, rest_score, score,
+)
 from overlap._kernels._setops cimport topk_insert
 from overlap._kernels._sort cimport chunk_first_slots
 from overlap._kernels._cpu cimport current_level, cpu_detect_level
@@ -176,8 +179,9 @@ cdef class BitsliceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index):
-        """Top-k of queries[start:stop] into out_*[start:stop].
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, int measure=0):
+        """Top-k of queries[start:stop] into out_*[start:stop]; ``measure`` is a
+        ``_bounds.Measure`` (0: dice).
 
         The queries' rows and sizes were checked when the Collection was made;
         a renumbered Collection (ids) is refused: results are written by row.
@@ -191,6 +195,8 @@ cdef class BitsliceIndex:
                 or out_score.shape[0] < stop or out_score.shape[1] != k
                 or out_index.shape[0] < stop or out_index.shape[1] != k):
             raise ValueError("BitsliceIndex.top_k: inconsistent arguments")
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"BitsliceIndex.top_k: measure {measure} is not a _bounds.Measure")
         if exclude_self and Q.n != self.x.n:
             raise ValueError("exclude_self needs the references as queries")
         if longest_row(queries.arrays[0], Q.F, Q.n, start, stop) > max_row:
@@ -206,6 +212,7 @@ cdef class BitsliceIndex:
         T.k = k
         T.floor_score = min_score
         T.exclude = exclude_self
+        T.measure = measure
         T.max_row = max_row
         T.kern = kernels_for(current_level())
         cdef int ok = run_queries(&BITSLICE_HOOKS, &T, Q, start, stop, k, n_threads,
@@ -458,15 +465,15 @@ cdef inline int bit_length(int64_t v) noexcept nogil:
     return b
 
 
-cdef inline int64_t need_for(Scratch* s, int f, int64_t z) noexcept nogil:
+cdef inline int64_t need_for(Scratch* s, int f, int64_t z, MeasureArg mk) noexcept nogil:
     """need_count for field f at size z under the running threshold (cached)."""
     cdef int64_t i
     if z >= NEED_CACHE:
-        return need_count(DICE, s.thr, s.q[f], z)
+        return need_count(measure_of(mk), s.thr, s.q[f], z)
     i = f * NEED_CACHE + z
     if s.nstamp[i] != s.epoch:
         s.nstamp[i] = s.epoch
-        s.ncache[i] = <int32_t>need_count(DICE, s.thr, s.q[f], z)
+        s.ncache[i] = <int32_t>need_count(measure_of(mk), s.thr, s.q[f], z)
     return s.ncache[i]
 
 
@@ -539,7 +546,7 @@ cdef void reset_query(const BIndex* X, Scratch* s) noexcept nogil:
         s.ntouch[f] = 0
 
 
-cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk) noexcept nogil:
+cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk, MeasureArg mk) noexcept nogil:
     """Largest field-0 length bound 2*min(m, z)/(q + z) over the sizes of block blk.
 
     m is the number of query tokens the references know; the bound peaks at
@@ -558,11 +565,11 @@ cdef inline double block_bound(const BIndex* X, const Scratch* s, int64_t blk) n
         z = zlo
     if z > zhi:
         z = zhi
-    return rest_score(DICE, s.q[0], s.m[0], z)
+    return rest_score(measure_of(mk), s.q[0], s.m[0], z)
 
 
 cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
-                     int64_t self_r, Scratch* s, Kernels kern) noexcept nogil:
+                     int64_t self_r, Scratch* s, Kernels kern, MeasureArg mk) noexcept nogil:
     """Count, compare and score the references of one block (see module doc)."""
     cdef int F = X.F, f, j
     cdef int64_t w0 = blk * BS_BLOCK, w, need, min_need = -1, epoch
@@ -572,7 +579,7 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
     # field 0: one need for the block, from its smallest size (references are
     # sorted by field-0 size, so that is its first one)
     twf = s.touched_words
-    min_need = need_for(s, 0, X.zs[w0 * 64])
+    min_need = need_for(s, 0, X.zs[w0 * 64], mk)
     if min_need > s.m[0]:
         return  # no reference of this block reaches thr in field 0
     for j in range(BS_BLOCK):
@@ -602,7 +609,7 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
         if s.n_frequent[f] > 0:
             kern.add_rows(s.rows + f * s.rowcap, s.n_frequent[f], w0, s.n_planes[f],
                           s.P + f * BS_MAX_PLANES * BS_BLOCK)
-        any_cand = refilter(X, s, f, w0, kern)
+        any_cand = refilter(X, s, f, w0, kern, mk)
     if any_cand == 0:
         return
     if s.n_frequent[0] > 0:
@@ -614,17 +621,17 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
         bs_narrow_to_max(s.P, s.n_planes[0], s.ge)
         for j in range(BS_BLOCK):
             s.cand[j] &= ~s.ge[j]
-            score_bits(X, s, w0, j, s.ge[j], k, floor_score)
+            score_bits(X, s, w0, j, s.ge[j], k, floor_score, mk)
         if s.epoch != epoch:
             for f in range(F):
-                if not refilter(X, s, f, w0, kern):
+                if not refilter(X, s, f, w0, kern, mk):
                     return
     for j in range(BS_BLOCK):
-        score_bits(X, s, w0, j, s.cand[j], k, floor_score)
+        score_bits(X, s, w0, j, s.cand[j], k, floor_score, mk)
 
 
 cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint64_t m, int k,
-                            double floor_score) noexcept nogil:
+                            double floor_score, MeasureArg mk) noexcept nogil:
     """Score the references of bits m of word w0 + j exactly: planes + rare counts."""
     cdef int f, x
     cdef int64_t r, c
@@ -641,7 +648,7 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
                 c = s.rare_counts[f * X.n + r]  # read only where a rare token touched r
             if s.n_frequent[f] > 0:
                 c += bs_count_at(s.P + f * BS_MAX_PLANES * BS_BLOCK, s.n_planes[f], j, x)
-            d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
+            d = score(measure_of(mk), c, s.q[f], X.zs[f * X.n + r])
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
@@ -650,7 +657,7 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
 
 
 cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
-                    double floor_score) noexcept nogil:
+                    double floor_score, MeasureArg mk) noexcept nogil:
     """Score renumbered reference r exactly from the query's rows and rare counts."""
     cdef int f, t
     cdef int64_t c
@@ -661,7 +668,7 @@ cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
         for t in range(s.n_frequent[f]):
             row = s.rows[f * s.rowcap + t]
             c += (row[r >> 6] >> (r & 63)) & 1
-        d = score(DICE, c, s.q[f], X.zs[f * X.n + r])
+        d = score(measure_of(mk), c, s.q[f], X.zs[f * X.n + r])
         if d < sc:
             sc = d
     s.n_cand += 1
@@ -681,7 +688,7 @@ cdef inline bint seed_kept(const BIndex* X, const Scratch* s) noexcept nogil:
     return False
 
 
-cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern) noexcept nogil:
+cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern, MeasureArg mk) noexcept nogil:
     """Drop the candidates of block w0 that field f's count rules out under the new thr.
 
     The field's planes are those of this block.  False when no candidate is left.
@@ -693,7 +700,7 @@ cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern)
     for j in range(BS_BLOCK):
         need = IMPOSSIBLE
         if s.cand[j] != 0:
-            need = need_for(s, f, X.wzmin[f * X.nw + w0 + j])
+            need = need_for(s, f, X.wzmin[f * X.nw + w0 + j], mk)
             if need > s.m[f]:
                 need = IMPOSSIBLE
         s.need[j] = need
@@ -712,7 +719,7 @@ cdef bint refilter(const BIndex* X, Scratch* s, int f, int64_t w0, Kernels kern)
 
 
 cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double floor_score,
-                     bint exclude, Scratch* s, Kernels kern) noexcept nogil:
+                     bint exclude, Scratch* s, Kernels kern, MeasureArg mk) noexcept nogil:
     """Top-k of one query into s.top.ks / s.top.ki (s.top.nk entries)."""
     cdef int64_t nblk = X.nw // BS_BLOCK, up, down, lo, hi, mid, self_r = -1
     cdef double bu, bd
@@ -732,7 +739,7 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
             if s.seed_r == self_r:
                 s.seed_r = -1
             else:
-                score_one(X, s, s.seed_r, k, floor_score)
+                score_one(X, s, s.seed_r, k, floor_score, mk)
         # the first reference whose field-0 size is >= m: the bound peaks there
         lo = 0
         hi = X.n
@@ -746,8 +753,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
         if up >= nblk:
             up = nblk - 1
         down = up - 1
-        bu = block_bound(X, s, up)
-        bd = block_bound(X, s, down)
+        bu = block_bound(X, s, up, mk)
+        bd = block_bound(X, s, down, mk)
         while True:
             if bu <= 0.0 or bu < s.thr:
                 up = nblk
@@ -757,7 +764,8 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
                 bd = -1.0
             if bu < 0.0 and bd < 0.0:
                 break
-            if s.top.nk == k and s.top.ks[k - 1] >= 1.0 and not seed_kept(X, s):
+            if (s.top.nk == k and s.top.ks[k - 1] >= 1.0 and one_means_identical(measure_of(mk))
+                    and not seed_kept(X, s)):
                 # k identical references found by the scan: an equal one has
                 # the same sizes in every field, so it lies in the run being
                 # scanned upwards (renumbered by original index within equal
@@ -765,13 +773,13 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
                 # seed, which was scored out of order.)
                 break
             if bu >= bd:
-                scan_block(X, up, k, floor_score, self_r, s, kern)
+                scan_block(X, up, k, floor_score, self_r, s, kern, mk)
                 up += 1
-                bu = block_bound(X, s, up)
+                bu = block_bound(X, s, up, mk)
             else:
-                scan_block(X, down, k, floor_score, self_r, s, kern)
+                scan_block(X, down, k, floor_score, self_r, s, kern, mk)
                 down -= 1
-                bd = block_bound(X, s, down)
+                bd = block_bound(X, s, down, mk)
     reset_query(X, s)
 
 
@@ -782,6 +790,7 @@ ctypedef struct BTask:
     int k
     double floor_score
     bint exclude             # skip reference qi (all-vs-rest)
+    int measure              # the score (_bounds.Measure)
     int64_t max_row
     Kernels kern             # the block kernels of the call's CPU level
 
@@ -835,7 +844,14 @@ cdef void bitslice_scratch_free(void* scratch) noexcept nogil:
 cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
                               PairBuf* pairs) noexcept nogil:
     cdef const BTask* T = <const BTask*>ctx
-    search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern)
+    # Dice runs a copy compiled for it alone (_bounds.MeasureArg)
+    cdef DiceOnly dice = 0
+    cdef AnyMeasure any_measure = T.measure
+    if T.measure == DICE:
+        search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice)
+    else:
+        search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern,
+                   any_measure)
 
 
 cdef void bitslice_take_stats(void* scratch, int64_t* row) noexcept nogil:

@@ -49,6 +49,26 @@ cdef enum:
     NEVER = 2147483647
 
 
+# A kernel compiles its per-query phases twice through this fused type: with
+# a DiceOnly argument every measure test below folds, at compile time, to the
+# Dice arithmetic alone (the default keeps the speed it had before measure=
+# existed); with AnyMeasure the argument is the measure, chosen at run time.
+# Pass measure_of(mk) wherever a function here asks for ``m``.
+ctypedef signed char DiceOnly
+ctypedef int AnyMeasure
+ctypedef fused MeasureArg:
+    DiceOnly
+    AnyMeasure
+
+
+cdef inline int measure_of(MeasureArg mk) noexcept nogil:
+    """The measure a MeasureArg stands for: DICE for DiceOnly, else its value."""
+    if MeasureArg is DiceOnly:
+        return DICE
+    else:
+        return mk
+
+
 cdef inline double extended_score(int m, int64_t i, int64_t a, int64_t b) noexcept nogil:
     """The measure's float64 expression for a count i >= 1, also beyond min(a, b).
 
@@ -80,6 +100,14 @@ cdef inline double score(int m, int64_t i, int64_t a, int64_t b) noexcept nogil:
     if i <= 0:
         return 0.0
     return extended_score(m, i, a, b)
+
+
+cdef inline bint one_means_identical(int m) noexcept nogil:
+    """Does a score of 1.0 mean the two rows are equal?  For dice, jaccard and
+    cosine it does (i = a = b); for overlap and containment a row inside a
+    larger one scores 1.0 too, so shortcuts that stop at an identical row do
+    not apply."""
+    return m == DICE or m == JACCARD or m == COSINE
 
 
 cdef inline double best_score(int m, int64_t a, int64_t b) noexcept nogil:

@@ -5,7 +5,7 @@
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 
-from overlap._kernels._bounds cimport DICE, may_reach
+from overlap._kernels._bounds cimport MeasureArg, may_reach, measure_of
 from overlap._kernels._limits cimport COUNT_BITS
 from overlap._kernels._query cimport Query, Task, running_cut
 from overlap._kernels._runner cimport PairBuf, Scratch, current_threshold, push_pair
@@ -22,17 +22,17 @@ cdef enum:
     PREFETCH_RECORDS = 8
 
 
-cdef inline void verify_now(const Task* T, Query* u, Scratch* s, int64_t r) noexcept nogil:
+cdef inline void verify_now(const Task* T, Query* u, Scratch* s, int64_t r, MeasureArg mk) noexcept nogil:
     """Top-k: score reference r exactly now (it is done for this query)."""
     cdef double sc
     s.state[r] = FLAG_DONE
     s.n_verify += 1
-    sc = exact_score(T.Q, u.qi, T.R, r, -1, 0)
+    sc = exact_score(measure_of(mk), T.Q, u.qi, T.R, r, -1, 0)
     if sc > 0.0 and sc >= T.floor_score:
         topk_insert(s.top.ks, s.top.ki, &s.top.nk, T.k, sc, row_id(T.R, r))
 
 
-cdef inline void verify_top_partials(const Task* T, Query* u, Scratch* s) noexcept nogil:
+cdef inline void verify_top_partials(const Task* T, Query* u, Scratch* s, MeasureArg mk) noexcept nogil:
     """Verify the (up to) TOP_PARTIALS candidates with the highest partial counts."""
     cdef int64_t best[TOP_PARTIALS]
     cdef uint32_t bc[TOP_PARTIALS]
@@ -58,7 +58,7 @@ cdef inline void verify_top_partials(const Task* T, Query* u, Scratch* s) noexce
         bc[pos] = c
         best[pos] = r
     for i in range(nb):
-        verify_now(T, u, s, best[i])
+        verify_now(T, u, s, best[i], mk)
 
 
 cdef inline void mark_done(Query* u, Scratch* s, int64_t r) noexcept nogil:
@@ -68,7 +68,7 @@ cdef inline void mark_done(Query* u, Scratch* s, int64_t r) noexcept nogil:
     u.n_touched += 1
 
 
-cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s) noexcept nogil:
+cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s, MeasureArg mk) noexcept nogil:
     """Bound every candidate, drop the hopeless, sort the rest by bound (descending).
 
     A candidate's intersection is at most its stored bound, and at most its
@@ -101,7 +101,7 @@ cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s) noexc
             c = z
         if c > q:
             c = q
-        if not may_reach(DICE, c, q, z, cut):
+        if not may_reach(measure_of(mk), c, q, z, cut):
             continue  # cannot reach the threshold any more
         if n < PREFETCH_RECORDS:
             # verification reads the records of the best candidates first:
@@ -131,7 +131,7 @@ cdef inline int64_t bucket_candidates(const Task* T, Query* u, Scratch* s) noexc
 
 
 cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t n,
-                                   PairBuf* pairs) noexcept nogil:
+                                   PairBuf* pairs, MeasureArg mk) noexcept nogil:
     """Verify the bucketed candidates, best bound first, until no bound can reach."""
     cdef const Index* X = T.X
     cdef const int64_t* rec
@@ -150,18 +150,18 @@ cdef inline void verify_candidates(const Task* T, Query* u, Scratch* s, int64_t 
             overlap_prefetch(rec + REC * F - 1)
         r = s.sorted[j]
         c = s.sorted_u[j]
-        if not may_reach(DICE, c, q, c, cut):
+        if not may_reach(measure_of(mk), c, q, c, cut):
             break  # every later candidate has a bound <= c
         z = s.sorted_z[j]
-        if not may_reach(DICE, c, q, z, cut):
+        if not may_reach(measure_of(mk), c, q, z, cut):
             continue
-        if not signatures_reach(X, r, F, u.sizes, u.sigs, cut):
+        if not signatures_reach(measure_of(mk), X, r, F, u.sizes, u.sigs, cut):
             continue
         s.n_verify += 1
         if counts_exact:
-            sc = bounded_score(T.Q, u.qi, T.R, X, r, cut, u.driver, s.sorted_c[j])
+            sc = bounded_score(measure_of(mk), T.Q, u.qi, T.R, X, r, cut, u.driver, s.sorted_c[j])
         else:
-            sc = bounded_score(T.Q, u.qi, T.R, X, r, cut, -1, 0)
+            sc = bounded_score(measure_of(mk), T.Q, u.qi, T.R, X, r, cut, -1, 0)
         if sc <= 0.0 or sc < T.floor_score:
             continue
         if T.mode == MODE_TOPK:

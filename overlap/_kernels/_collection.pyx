@@ -14,7 +14,7 @@ from overlap._kernels._checks cimport check_flat
 from overlap._kernels cimport _limits
 from overlap._kernels._hash cimport fmix64
 from overlap._kernels._scoring cimport field_inter
-from overlap._kernels._bounds cimport DICE, score
+from overlap._kernels._bounds cimport N_MEASURES, score
 from overlap._kernels._signatures cimport row_signature
 from overlap._kernels._sort cimport counting_sort_sizes
 from overlap._kernels._types cimport Coll, REC
@@ -257,9 +257,12 @@ def gather_field(const int64_t[::1] ip, const uint64_t[::1] h, const uint32_t[::
 
 # ---------------------------------------------------------------- ratios and fingerprints
 
-def pair_ratios(Collection a, Collection b, int n_threads):
-    """min over fields of Dice(a[i], b[i]) for aligned rows."""
+def pair_ratios(Collection a, Collection b, int n_threads, int measure=0):
+    """min over fields of the score (``_bounds.Measure``; 0: dice) of a[i] and b[i],
+    for aligned rows."""
     cdef int64_t n = a.c.n, i
+    if not 0 <= measure < N_MEASURES:
+        raise ValueError(f"pair_ratios: measure {measure} is not a _bounds.Measure")
     if a.c.n != b.c.n or a.c.F != b.c.F:
         raise ValueError(f"pair_ratios: {a.c.n} rows of {a.c.F} field(s) against "
                          f"{b.c.n} rows of {b.c.F}")
@@ -269,15 +272,15 @@ def pair_ratios(Collection a, Collection b, int n_threads):
     cdef const Coll* B = &b.c
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=256):
-            ov[i] = exact_score_aligned(A, B, i)
+            ov[i] = exact_score_aligned(measure, A, B, i)
     return out
 
 
-cdef inline double exact_score_aligned(const Coll* A, const Coll* B, int64_t i) noexcept nogil:
+cdef inline double exact_score_aligned(int m, const Coll* A, const Coll* B, int64_t i) noexcept nogil:
     cdef double s = 2.0, d
     cdef int f
     for f in range(A.F):
-        d = score(DICE, field_inter(A, i, B, i, f), A.sz[f * A.n + i], B.sz[f * B.n + i])
+        d = score(m, field_inter(A, i, B, i, f), A.sz[f * A.n + i], B.sz[f * B.n + i])
         if d < s:
             s = d
     return s

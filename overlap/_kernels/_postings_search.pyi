@@ -42,6 +42,7 @@ class ReferenceIndex:
         out_score: NDArray[np.float64],
         out_index: NDArray[np.int64],
         pool: ScratchPool | None = None,
+        measure: int = ...,
     ) -> None: ...
     def join(
         self,
@@ -54,4 +55,5 @@ class ReferenceIndex:
         max_mass: int,
         n_threads: int,
         pool: ScratchPool | None = None,
+        measure: int = ...,
     ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...

@@ -42,7 +42,8 @@ from libc.stdlib cimport calloc, free
 
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport (
-    DICE, may_reach, peak_rest_score, prune_cut, rest_score, size_window,
+    DICE, AnyMeasure, DiceOnly, MeasureArg, measure_of,
+    N_MEASURES, may_reach, one_means_identical, peak_rest_score, prune_cut, rest_score, size_window,
     window_differing_bits,
 )
 from overlap._kernels._candidates cimport (
@@ -228,10 +229,14 @@ cdef class ReferenceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int64_t max_mass, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index, ScratchPool pool=None):
-        """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool)."""
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, ScratchPool pool=None,
+              int measure=0):
+        """Top-k search for queries[start:stop] into out_*[start:stop] (scratch from pool);
+        ``measure`` is a ``_bounds.Measure`` (0: dice)."""
         cdef int pool_size
         check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"overlap search: measure {measure} is not a _bounds.Measure")
         self._check_renumbered(queries, exclude_self)
         # a renumbered query i writes row ids[i]: any row of the outputs
         cdef int64_t rows = stop if queries.c.id == NULL else queries.c.n
@@ -251,14 +256,14 @@ cdef class ReferenceIndex:
         cdef int ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_TOPK,
                                   k, min_score, exclude_self, max_row, max_mass, n_threads,
                                   &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
-                                  slots, pool_size)
+                                  slots, pool_size, measure)
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap search: out of memory for per-thread scratch")
 
     def join(self, Collection queries, int64_t start, int64_t stop, double threshold,
              bint upper_only, int64_t max_row, int64_t max_mass, int n_threads,
-             ScratchPool pool=None):
+             ScratchPool pool=None, int measure=0):
         """Pairs (i, j, score) with score >= threshold for queries[start:stop] (unsorted).
 
         With ``upper_only`` only references j > i are considered (self-join).
@@ -266,6 +271,8 @@ cdef class ReferenceIndex:
         """
         cdef int pool_size
         check_call(&queries.c, &self.refs.c, start, stop, max_row, max_mass)
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"overlap search: measure {measure} is not a _bounds.Measure")
         self._check_renumbered(queries, upper_only)
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, 1,
                                         &pool_size)
@@ -280,7 +287,7 @@ cdef class ReferenceIndex:
         try:
             ok = run_postings(&queries.c, &self.refs.c, &self.x, start, stop, MODE_JOIN,
                              1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
-                             &sv[0, 0], slots, pool_size)
+                             &sv[0, 0], slots, pool_size, measure)
             self.last_stats = stats.sum(axis=0)
             for t in range(n_buffers):
                 if bufs[t].failed:
@@ -337,7 +344,7 @@ cdef inline bint prepare_query(const Task* T, int64_t qi, Query* u) noexcept nog
 
 
 cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t q, double cut,
-                             SigFilter* sf) noexcept nogil:
+                             SigFilter* sf, MeasureArg mk) noexcept nogil:
     """Set up sig_admits for a scan of field ``driver`` (query size q) at ``cut``.
 
     A bit set on one side only stands for a token of that side missing on the
@@ -363,8 +370,8 @@ cdef inline void sig_prepare(const Task* T, const Query* u, int driver, int64_t 
         if g == driver:
             sf.allowed[g] = sf.b
             continue
-        size_window(DICE, u.sizes[g], cut, &lo, &hi)
-        sf.allowed[g] = window_differing_bits(DICE, u.sizes[g], hi, cut, sf.b)
+        size_window(measure_of(mk), u.sizes[g], cut, &lo, &hi)
+        sf.allowed[g] = window_differing_bits(measure_of(mk), u.sizes[g], hi, cut, sf.b)
 
 
 
@@ -449,7 +456,7 @@ cdef inline void load_tokens(const Task* T, Query* u, Scratch* s, int f) noexcep
 
 
 cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
-                              int64_t q, int64_t zmin) noexcept nogil:
+                              int64_t q, int64_t zmin, MeasureArg mk) noexcept nogil:
     """Entries the scan of the loaded field would read at the floor threshold, or more.
 
     Tokens past the query prefix and sizes outside the length window (or
@@ -459,15 +466,15 @@ cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
     """
     cdef double floor = T.floor_score, cut = prune_cut(T.floor_score)
     cdef int64_t rest = u.rest, cost = 0, m, t, x, zlo, zhi
-    size_window(DICE, q, cut, &zlo, &zhi)
+    size_window(measure_of(mk), q, cut, &zlo, &zhi)
     if zmin > zlo:
         zlo = zmin
     for m in range(u.n_tokens):
-        if floor > 0.0 and peak_rest_score(DICE, q, rest) < floor:
+        if floor > 0.0 and peak_rest_score(measure_of(mk), q, rest) < floor:
             break
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
-        if may_reach(DICE, x, q, x, cut):
+        if may_reach(measure_of(mk), x, q, x, cut):
             if T.X.tinfo[s.post_vid[t]].ng == 0:
                 # a short posting: its length bounds its window (reading its
                 # sizes would cost a random read for a few entries)
@@ -478,7 +485,7 @@ cdef inline int64_t scan_cost(const Task* T, const Query* u, Scratch* s,
     return cost
 
 
-cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nogil:
+cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s, MeasureArg mk) noexcept nogil:
     """Drive with the field whose scan reads the fewest entries; load its tokens.
 
     False when some field's scan would read nothing: then no reference can
@@ -496,7 +503,7 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
         return u.n_tokens > 0
     for f in range(T.Q.F):
         load_tokens(T, u, s, f)
-        cost = scan_cost(T, u, s, u.sizes[f], u.sizes[0] if upper and f == 0 else 0)
+        cost = scan_cost(T, u, s, u.sizes[f], u.sizes[0] if upper and f == 0 else 0, mk)
         u.costs[f] = cost
         if cost == 0:
             return False
@@ -509,7 +516,7 @@ cdef inline bint choose_driver(const Task* T, Query* u, Scratch* s) noexcept nog
     return True
 
 
-cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept nogil:
+cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s, MeasureArg mk) noexcept nogil:
     """Top-k: rule the query itself out, and try the previous query's neighbour first.
 
     Consecutive queries are often consecutive samples of one dialogue, whose
@@ -528,12 +535,12 @@ cdef inline void seed_candidates(const Task* T, Query* u, Scratch* s) noexcept n
         r = s.top.prev_best + 1
         if r < T.R.n and s.state[r] == 0 and not (T.skip_self and r == qi):
             mark_done(u, s, r)
-            verify_now(T, u, s, r)
+            verify_now(T, u, s, r, mk)
 
 
 
 cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t* out_z,
-                          int cap) noexcept nogil:
+                          int cap, MeasureArg mk) noexcept nogil:
     """The next (at most cap) entries of the walk that pass the positional
     filter and the signature test, with their reference sizes; fewer than
     cap only when the walk is over.
@@ -551,10 +558,10 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
     cdef int allowed[_limits.MAX_FIELDS]
     if not w.grouped:
         while n < cap:
-            p = walk_next(w)
+            p = walk_next(w, mk)
             if p < 0:
                 break
-            if sf.active and not sig_admits(sf, psig[p], w.z):
+            if sf.active and not sig_admits(sf, psig[p], w.z, mk):
                 continue
             out_p[n] = p
             out_z[n] = <int32_t>w.z
@@ -564,7 +571,7 @@ cdef inline int walk_fill(Walk* w, const SigFilter* sf, int64_t* out_p, int32_t*
         for g in range(F):
             allowed[g] = sf.allowed[g]
     while n < cap:
-        if w.p >= w.end and not walk_open_group(w, sf):
+        if w.p >= w.end and not walk_open_group(w, sf, mk):
             break
         p = w.p
         end = w.end
@@ -595,7 +602,7 @@ cdef inline bint key_above(int64_t z, int64_t r, int64_t q0, int64_t qi) noexcep
 
 
 cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
-                             double cut) noexcept nogil:
+                             double cut, MeasureArg mk) noexcept nogil:
     """scan_posting below POSITIONAL_CUT (top-k): every entry of token t's size window."""
     cdef const Index* X = T.X
     cdef const Entry* ent = X.ent
@@ -611,7 +618,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
     cdef int64_t p, a, b, r, e, gain, ref_count, z
     # the whole window: exact counts (a candidate's bound stays the one
     # set when it was admitted, still valid, and looser than its count)
-    size_window(DICE, q, cut, &a, &b)
+    size_window(measure_of(mk), q, cut, &a, &b)
     window_range(X, s.post_vid[t], a, b, &a, &b)
     s.n_post += b - a
     for p in range(a, b):
@@ -631,7 +638,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
             continue
         e = X.psuf[p]
         z = ent[p].size
-        if not may_reach(DICE, e if e < rest else rest, q, z, cut):
+        if not may_reach(measure_of(mk), e if e < rest else rest, q, z, cut):
             continue
         ref_count = pcnt[p] if pcnt != NULL else 1
         gain = e - ref_count
@@ -649,7 +656,7 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
 
 
 cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
-                           double cut) noexcept nogil:
+                           double cut, MeasureArg mk) noexcept nogil:
     """scan_posting from POSITIONAL_CUT on, and in the join: the walk's entries only."""
     cdef const Index* X = T.X
     cdef const Entry* ent = X.ent
@@ -677,13 +684,13 @@ cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
     # the random read of the reference's state.  (A candidate that fails
     # it now, after the running threshold rose, cannot reach the
     # threshold any more: leaving its count short only lowers its bound.)
-    sig_prepare(T, u, u.driver, q, cut, &sf)
-    walk_start(&walk, X, s.post_vid[t], q, rest, cut, q0 if upper and u.driver == 0 else 0)
+    sig_prepare(T, u, u.driver, q, cut, &sf, mk)
+    walk_start(&walk, X, s.post_vid[t], q, rest, cut, q0 if upper and u.driver == 0 else 0, mk)
     while True:
         # gather a batch of the entries that pass, asking for their
         # references' state as they come (random reads that then overlap),
         # then count them in the same order
-        got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH)
+        got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH, mk)
         nb = 0
         for j in range(got):
             pb = batch_p[j]
@@ -734,7 +741,7 @@ cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
 
 
 cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
-                              double cut) noexcept nogil:
+                              double cut, MeasureArg mk) noexcept nogil:
     """Count driver token t's entries that can matter; admit new candidates.
 
     While the running threshold of a top-k search is below POSITIONAL_CUT
@@ -749,13 +756,13 @@ cdef inline void scan_posting(const Task* T, Query* u, Scratch* s, int64_t t,
     token, the query's).
     """
     if T.mode == MODE_TOPK and cut < prune_cut(POSITIONAL_CUT):
-        scan_window(T, u, s, t, cut)
+        scan_window(T, u, s, t, cut, mk)
     else:
-        scan_walk(T, u, s, t, cut)
+        scan_walk(T, u, s, t, cut, mk)
 
 
 cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratch* s,
-                                     int64_t m, double cut) noexcept nogil:
+                                     int64_t m, double cut, MeasureArg mk) noexcept nogil:
     """Ask for what the next tokens' walks read first, while this one is walked,
     one stage further each token ahead: the TokenInfo three tokens on; two
     on, the first size group in the window (where lower_bound_group guesses
@@ -764,7 +771,7 @@ cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratc
     cdef const Index* X = T.X
     cdef int64_t t, lo, hi, g, step
     cdef const TokenInfo* ti
-    size_window(DICE, u.size, cut, &lo, &hi)
+    size_window(measure_of(mk), u.size, cut, &lo, &hi)
     if m + 3 < u.n_tokens:
         t = <int64_t>(s.order[m + 3] & ((1 << QUERY_TOKEN_BITS) - 1))
         overlap_prefetch(&X.tinfo[s.post_vid[t]])
@@ -788,22 +795,22 @@ cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratc
             overlap_prefetch(&X.psuf[X.grp[g].start])
 
 
-cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept nogil:
+cdef inline void count_postings(const Task* T, Query* u, Scratch* s, MeasureArg mk) noexcept nogil:
     """Visit the driver tokens rarest first while a new reference can still win."""
     cdef int64_t m, t, x, qcount
     cdef double thr, cut
     for m in range(u.n_tokens):
         thr = current_threshold(s, T.k, T.floor_score)
-        if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
+        if thr > 0.0 and peak_rest_score(measure_of(mk), u.size, u.rest) < thr:
             break  # query prefix exhausted: no new reference can reach the threshold
         if (T.upper_only and u.driver == 0
-                and rest_score(DICE, u.size, u.rest, u.size) < thr):
+                and rest_score(measure_of(mk), u.size, u.rest, u.size) < thr):
             break  # the same for a self-join's references, none smaller than the query
         cut = prune_cut(thr)
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         qcount = s.qcount[t]
         x = s.post_maxe[t] if s.post_maxe[t] < u.rest else u.rest
-        if not may_reach(DICE, x, u.size, x, cut):
+        if not may_reach(measure_of(mk), x, u.size, x, cut):
             # no entry of this posting can be admitted: leave it unread and
             # let its mass widen every candidate's bound instead
             u.skipped += qcount
@@ -812,23 +819,23 @@ cdef inline void count_postings(const Task* T, Query* u, Scratch* s) noexcept no
         if T.mode == MODE_TOPK and s.post_end[t] - s.post_start[t] > 2 * (u.n_touched + 64):
             # a long posting comes: verify the best few partial matches first,
             # so the threshold that filters its admissions is as high as it can be
-            verify_top_partials(T, u, s)
+            verify_top_partials(T, u, s, mk)
             thr = current_threshold(s, T.k, T.floor_score)
-            if thr > 0.0 and peak_rest_score(DICE, u.size, u.rest) < thr:
+            if thr > 0.0 and peak_rest_score(measure_of(mk), u.size, u.rest) < thr:
                 break
             cut = prune_cut(thr)
-        prefetch_next_walks(T, u, s, m, cut)
-        scan_posting(T, u, s, t, cut)
+        prefetch_next_walks(T, u, s, m, cut, mk)
+        scan_posting(T, u, s, t, cut, mk)
         u.rest -= qcount
         if (T.mode == MODE_TOPK and u.best_ref >= 0
                 and (s.state[u.best_ref] >> COUNT_BITS) == 1):
             # verify the best partial match now: raises the threshold early
-            verify_now(T, u, s, u.best_ref)
+            verify_now(T, u, s, u.best_ref, mk)
             u.best_count = 0
 
 
 cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
-                               uint8_t stage) noexcept nogil:
+                               uint8_t stage, MeasureArg mk) noexcept nogil:
     """Advance the candidates that the loaded field's scan admits from stage to stage + 1.
 
     The same walk as count_postings and scan_posting (query prefix, size
@@ -848,16 +855,16 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
     cdef int64_t batch_p[STATE_BATCH]
     cdef int32_t batch_z[STATE_BATCH]
     cdef int j, got
-    sig_prepare(T, v, v.driver, q, cut, &sf)
+    sig_prepare(T, v, v.driver, q, cut, &sf, mk)
     for m in range(v.n_tokens):
-        if thr > 0.0 and peak_rest_score(DICE, q, rest) < thr:
+        if thr > 0.0 and peak_rest_score(measure_of(mk), q, rest) < thr:
             break
         t = <int64_t>(s.order[m] & ((1 << QUERY_TOKEN_BITS) - 1))
         x = s.post_maxe[t] if s.post_maxe[t] < rest else rest
-        if may_reach(DICE, x, q, x, cut):
-            walk_start(&walk, T.X, s.post_vid[t], q, rest, cut, 0)
+        if may_reach(measure_of(mk), x, q, x, cut):
+            walk_start(&walk, T.X, s.post_vid[t], q, rest, cut, 0, mk)
             while True:
-                got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH)
+                got = walk_fill(&walk, &sf, batch_p, batch_z, STATE_BATCH, mk)
                 for j in range(got):
                     r = ent[batch_p[j]].ref
                     if (state[r] >> COUNT_BITS) == 1 and fields_hit[r] == stage:
@@ -868,7 +875,7 @@ cdef inline void mark_admitted(const Task* T, Query* v, Scratch* s, int64_t q,
         rest -= s.qcount[t]
 
 
-cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noexcept nogil:
+cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s, MeasureArg mk) noexcept nogil:
     """Drop the candidates that another field's scan would not admit.
 
     The ratio is the minimum over fields, so a match passes every field's
@@ -889,11 +896,11 @@ cdef inline void filter_by_other_fields(const Task* T, Query* u, Scratch* s) noe
         v = u[0]
         v.driver = f
         load_tokens(T, &v, s, f)
-        mark_admitted(T, &v, s, u.sizes[f], <uint8_t>u.n_filters)
+        mark_admitted(T, &v, s, u.sizes[f], <uint8_t>u.n_filters, mk)
         u.n_filters += 1
 
 
-cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noexcept nogil:
+cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs, MeasureArg mk) noexcept nogil:
     """Handle one query: fills s.top.ks/s.top.ki (top-k) or appends to ``pairs`` (join).
 
     ``T.skip_self`` skips reference qi (top-k, all-vs-rest); ``T.upper_only``
@@ -908,15 +915,16 @@ cdef void search_one(const Task* T, int64_t qi, Scratch* s, PairBuf* pairs) noex
     if not prepare_query(T, qi, &u):
         return
     if (T.mode == MODE_TOPK and T.k == 1 and T.X.nfp > 0 and T.Q.fp != NULL
+            and one_means_identical(measure_of(mk))
             and exact_duplicate(T, &u, s)):
         return
-    if not choose_driver(T, &u, s):
+    if not choose_driver(T, &u, s, mk):
         return
-    seed_candidates(T, &u, s)
-    count_postings(T, &u, s)
-    filter_by_other_fields(T, &u, s)
-    n = bucket_candidates(T, &u, s)
-    verify_candidates(T, &u, s, n, pairs)
+    seed_candidates(T, &u, s, mk)
+    count_postings(T, &u, s, mk)
+    filter_by_other_fields(T, &u, s, mk)
+    n = bucket_candidates(T, &u, s, mk)
+    verify_candidates(T, &u, s, n, pairs, mk)
 
 
 cdef void* postings_scratch_new(const void* ctx) noexcept nogil:
@@ -930,7 +938,15 @@ cdef void postings_scratch_free(void* s) noexcept nogil:
 
 cdef void postings_search_one(const void* ctx, int64_t qi, void* s,
                               PairBuf* pairs) noexcept nogil:
-    search_one(<const Task*>ctx, qi, <Scratch*>s, pairs)
+    # Dice, the default, runs a copy of the phases compiled for it alone
+    # (MeasureArg): the measure's tests fold to today's Dice arithmetic
+    cdef const Task* T = <const Task*>ctx
+    cdef DiceOnly dice = 0
+    cdef AnyMeasure any_measure = T.measure
+    if T.measure == DICE:
+        search_one(T, qi, <Scratch*>s, pairs, dice)
+    else:
+        search_one(T, qi, <Scratch*>s, pairs, any_measure)
 
 
 cdef void postings_take_stats(void* scratch, int64_t* row) noexcept nogil:
@@ -959,7 +975,7 @@ cdef int run_postings(const Coll* Q, const Coll* R, const Index* X, int64_t star
                       int64_t stop, int mode, int k, double floor_score, bint exclude,
                       int64_t max_row, int64_t max_mass, int n_threads, double* out_s,
                       int64_t* out_i, PairBuf* bufs, int64_t* stats,
-                      Scratch** pool, int pool_size) noexcept nogil:
+                      Scratch** pool, int pool_size, int measure) noexcept nogil:
     """Run queries[start:stop] on the runner; 0 on success, 1 if scratch allocation failed.
 
     ``exclude``: skip reference qi (top-k) or the self-join (join); ``bufs``
@@ -970,6 +986,7 @@ cdef int run_postings(const Coll* Q, const Coll* R, const Index* X, int64_t star
     T.R = R
     T.X = X
     T.mode = mode
+    T.measure = measure
     T.k = k
     T.floor_score = floor_score
     T.skip_self = exclude and mode == MODE_TOPK

@@ -16,6 +16,7 @@ ctypedef struct Task:
     const Coll* R
     const Index* X
     int mode             # MODE_TOPK or MODE_JOIN
+    int measure          # the score (_bounds.Measure)
     int k                # matches kept per query (top-k)
     double floor_score   # min_score (top-k) or threshold (join)
     bint skip_self       # top-k: reference qi is not a match of query qi (all-vs-rest)

@@ -3,18 +3,18 @@
 
 from libc.stdint cimport uint64_t, int64_t, uint32_t
 
-from overlap._kernels._bounds cimport DICE, loose_need, score
+from overlap._kernels._bounds cimport loose_need, score
 from overlap._kernels._setops cimport intersect_bags, intersect_sets
 from overlap._kernels._signatures cimport can_reach
 from overlap._kernels._types cimport Coll, Index, REC, SIGW
 
-cdef inline bint signatures_reach(const Index* X, int64_t r, int F, const int64_t* qsz,
+cdef inline bint signatures_reach(int m, const Index* X, int64_t r, int F, const int64_t* qsz,
                                   const uint64_t* qsig, double cut) noexcept nogil:
     """can_reach for every field of reference r (its records are contiguous)."""
     cdef const int64_t* rec = X.rrec + REC * F * r
     cdef int f
     for f in range(F):
-        if not can_reach(qsz[f], qsig + SIGW * f, rec[REC * f],
+        if not can_reach(m, qsz[f], qsig + SIGW * f, rec[REC * f],
                          <const uint64_t*>(rec + REC * f + 3), cut):
             return False
     return True
@@ -30,7 +30,7 @@ cdef inline int64_t field_inter(const Coll* Q, int64_t qi, const Coll* R, int64_
     return intersect_sets(Q.h + a0, a1 - a0, R.h + b0, b1 - b0)
 
 
-cdef inline double exact_score(const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
+cdef inline double exact_score(int m, const Coll* Q, int64_t qi, const Coll* R, int64_t ri,
                                int skip_field, int64_t skip_inter) noexcept nogil:
     """min over fields of Dice; field ``skip_field`` uses the known ``skip_inter``."""
     cdef double s = 2.0, d
@@ -41,7 +41,7 @@ cdef inline double exact_score(const Coll* Q, int64_t qi, const Coll* R, int64_t
             inter = skip_inter
         else:
             inter = field_inter(Q, qi, R, ri, f)
-        d = score(DICE, inter, Q.sz[f * Q.n + qi], R.sz[f * R.n + ri])
+        d = score(m, inter, Q.sz[f * Q.n + qi], R.sz[f * R.n + ri])
         if d < s:
             s = d
         if s == 0.0:
@@ -109,7 +109,7 @@ cdef inline int64_t bounded_inter_sets(const uint64_t* a, int64_t na, const uint
     return c
 
 
-cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const Index* X,
+cdef inline double bounded_score(int m, const Coll* Q, int64_t qi, const Coll* R, const Index* X,
                                  int64_t ri, double cut, int known_field,
                                  int64_t known_inter) noexcept nogil:
     """min over fields of Dice, or 0.0 once some field surely falls below ``cut``.
@@ -129,7 +129,7 @@ cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const
         b1 = rec[REC * f + 2]
         qs = Q.sz[f * Q.n + qi]
         # no more than the smallest count that reaches the cut
-        need = loose_need(DICE, cut, qs, rs)
+        need = loose_need(m, cut, qs, rs)
         if f == known_field:
             inter = known_inter
         elif Q.c != NULL:
@@ -139,7 +139,7 @@ cdef inline double bounded_score(const Coll* Q, int64_t qi, const Coll* R, const
             inter = bounded_inter_sets(Q.h + a0, a1 - a0, R.h + b0, b1 - b0, need)
         if inter < 0:
             return 0.0
-        dd = score(DICE, inter, qs, rs)
+        dd = score(m, inter, qs, rs)
         if dd < s:
             s = dd
         if s == 0.0:

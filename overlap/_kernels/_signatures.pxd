@@ -3,7 +3,7 @@
 
 from libc.stdint cimport uint64_t, int64_t, int32_t
 
-from overlap._kernels._bounds cimport DICE, differing_may_reach
+from overlap._kernels._bounds cimport differing_may_reach
 from overlap._kernels._hash cimport fmix64
 from overlap._kernels._types cimport Coll, SIGW
 
@@ -28,7 +28,7 @@ cdef inline void row_signature(const uint64_t* h, int64_t n, uint64_t* sig) noex
         sig[g >> 62] |= (<uint64_t>1) << ((g >> 56) & 63)
 
 
-cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const uint64_t* rsig,
+cdef inline bint can_reach(int m, int64_t qs, const uint64_t* qsig, int64_t rs, const uint64_t* rsig,
                            double cut) noexcept nogil:
     """False when the score of the two rows is surely below ``cut``: their
     signatures differ in d bits, so they share at most (qs + rs - d) / 2
@@ -37,7 +37,7 @@ cdef inline bint can_reach(int64_t qs, const uint64_t* qsig, int64_t rs, const u
     cdef int w
     for w in range(SIGW):
         d += popcount64(qsig[w] ^ rsig[w])
-    return differing_may_reach(DICE, qs, rs, d, cut)
+    return differing_may_reach(m, qs, rs, d, cut)
 
 
 cdef inline uint64_t row_sig64(const Coll* C, int64_t i) noexcept nogil:

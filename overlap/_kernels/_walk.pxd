@@ -7,7 +7,8 @@ from libc.stdint cimport uint64_t, int64_t, int32_t
 
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport (
-    DICE, differing_may_reach, may_reach, reach_count, reaching_bits, rest_caps_window,
+    MeasureArg, measure_of,
+    differing_may_reach, may_reach, reach_count, reaching_bits, rest_caps_window,
     size_window,
 )
 from overlap._kernels._signatures cimport popcount64, sig_scan_fn
@@ -37,7 +38,7 @@ ctypedef struct SigFilter:
 
 
 
-cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexcept nogil:
+cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z, MeasureArg mk) noexcept nogil:
     """False when the reference with row signature rsig (size z in the scanned field)
     surely cannot match (see sig_prepare)."""
     cdef uint64_t x = sf.qsig ^ rsig
@@ -45,7 +46,7 @@ cdef inline bint sig_admits(const SigFilter* sf, uint64_t rsig, int64_t z) noexc
     for g in range(sf.F):
         d = popcount64((x >> (g * sf.b)) & sf.mask)
         if g == sf.driver:
-            if not differing_may_reach(DICE, sf.q, z, d, sf.cut):
+            if not differing_may_reach(measure_of(mk), sf.q, z, d, sf.cut):
                 return False
         elif d > sf.allowed[g]:
             return False
@@ -116,9 +117,10 @@ ctypedef struct Walk:
 
 
 cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int64_t rest,
-                            double cut, int64_t zmin) noexcept nogil:
+                            double cut, int64_t zmin, MeasureArg mk) noexcept nogil:
     """Start a walk over posting vid for a query of size q with mass rest left;
     sizes below zmin are left out of the window too (0: none)."""
+    cdef int m = measure_of(mk)
     w.X = X
     w.q = q
     w.rest = rest
@@ -127,10 +129,10 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
     w.n_read = 0
     cdef const TokenInfo* ti = &X.tinfo[vid]
     w.post_end = ti.end
-    size_window(DICE, q, cut, &w.zlo, &w.zhi)
+    size_window(m, q, cut, &w.zlo, &w.zhi)
     if zmin > w.zlo:
         w.zlo = zmin
-    if rest_caps_window(DICE, q, rest, cut, &w.zhi):
+    if rest_caps_window(m, q, rest, cut, &w.zhi):
         w.cut_short = True
     w.g = ti.g0
     w.g_end = ti.g0 + ti.ng
@@ -150,7 +152,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
             if gr.size > w.zhi:
                 break
             e = gr.top if gr.top < rest else rest
-            if may_reach(DICE, e, q, gr.size, cut):
+            if may_reach(m, e, q, gr.size, cut):
                 overlap_prefetch(&X.psuf[gr.start])
                 overlap_prefetch(&X.psig[gr.start])
             g += 1
@@ -159,7 +161,7 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
         w.end = w.post_end
 
 
-cdef inline int64_t walk_next(Walk* w) noexcept nogil:
+cdef inline int64_t walk_next(Walk* w, MeasureArg mk) noexcept nogil:
     """Short postings: the next entry that passes the size window and
     may_reach(min(e, rest), q, z), or -1 (grouped walks: see walk_open_group).
 
@@ -178,7 +180,7 @@ cdef inline int64_t walk_next(Walk* w) noexcept nogil:
             continue
         w.n_read += 1
         e = psuf[w.p - 1]
-        if may_reach(DICE, e if e < w.rest else w.rest, w.q, z, w.cut):
+        if may_reach(measure_of(mk), e if e < w.rest else w.rest, w.q, z, w.cut):
             w.z = z
             return w.p - 1
         w.cut_short = True
@@ -202,7 +204,7 @@ cdef inline void prefetch_group(const Index* X, int64_t g, int64_t end) noexcept
         p += 8
 
 
-cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
+cdef inline bint walk_open_group(Walk* w, const SigFilter* sf, MeasureArg mk) noexcept nogil:
     """Grouped walks: move to the next size group with an entry that passes
     the positional filter and set [p, end) to the entries that pass it (a
     prefix of the group: e descends within it); False when the walk is over."""
@@ -218,7 +220,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
         if z > w.zhi:
             return False
         e = grp.top
-        if not may_reach(DICE, e if e < rest else rest, w.q, z, w.cut):
+        if not may_reach(measure_of(mk), e if e < rest else rest, w.q, z, w.cut):
             # the group's largest suffix mass fails: skip it unread
             w.cut_short = True
             continue
@@ -229,7 +231,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
                            else w.post_end)
         # an entry passes when may_reach(min(e, rest)); rest passes (the top
         # did), so exactly when e reaches the smallest count that passes
-        emin = reach_count(DICE, w.q, z, w.cut)
+        emin = reach_count(measure_of(mk), w.q, z, w.cut)
         p = grp.start + 1   # its first entry holds the top, which passed
         while p < gend and psuf[p] >= emin:
             p += 1
@@ -241,7 +243,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf) noexcept nogil:
         w.p = grp.start
         w.end = p
         if sf.active:
-            w.sig_driver = reaching_bits(DICE, sf.q, z, sf.cut, sf.b)
+            w.sig_driver = reaching_bits(measure_of(mk), sf.q, z, sf.cut, sf.b)
         return True
 
 

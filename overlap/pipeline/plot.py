@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import check_int, type_name
+from .._validation import MEASURE_LABELS, check_int, check_measure, type_name
 from .._optional import MissingExtra, require
 from .output import atomic_write
 
@@ -101,7 +101,8 @@ def have_matplotlib() -> bool:
     return True
 
 
-def histogram_figure(series: Any, *, bins: int = 20, title: str = "Max overlap against train"):
+def histogram_figure(series: Any, *, bins: int = 20, title: str = "Max overlap against train",
+                     measure: str = "dice"):
     """A matplotlib ``Figure`` with one histogram (share of samples per bin) per series.
 
     Parameters
@@ -109,6 +110,8 @@ def histogram_figure(series: Any, *, bins: int = 20, title: str = "Max overlap a
     series : array-like of scores, or mapping of label to array-like
     bins : int, default 20
     title : str
+    measure : str, default "dice"
+        The measure of the scores, named on the x axis.
 
     Returns
     -------
@@ -118,6 +121,7 @@ def histogram_figure(series: Any, *, bins: int = 20, title: str = "Max overlap a
     bins = check_int(bins, "bins", minimum=1)
     if not isinstance(title, str):
         raise TypeError(f"title must be str, got {type_name(title)}")
+    check_measure(measure)
     figure = require("matplotlib.figure", "plot", "plotting")
     fig = figure.Figure(figsize=(7, 4), dpi=100, layout="constrained")
     ax = fig.add_subplot()
@@ -127,7 +131,7 @@ def histogram_figure(series: Any, *, bins: int = 20, title: str = "Max overlap a
         ax.hist(a, bins=edges, weights=weights, histtype="stepfilled", alpha=0.45,
                 label=f"{label} (n={a.shape[0]:,}, mean {a.mean() if a.size else 0:.3f})")
     ax.set_xlim(0, 1)
-    ax.set_xlabel("max overlap ratio (Dice, min over fields)")
+    ax.set_xlabel(f"max overlap score ({MEASURE_LABELS[measure]}, min over fields)")
     ax.set_ylabel("% of samples")
     ax.set_title(title)
     ax.set_ylim(0, ax.get_ylim()[1] * 1.3)  # room for the legend above the bars
@@ -137,7 +141,7 @@ def histogram_figure(series: Any, *, bins: int = 20, title: str = "Max overlap a
 
 def save_histogram(
     path: str | os.PathLike, series: Any, *, bins: int = 20,
-    title: str = "Max overlap against train",
+    title: str = "Max overlap against train", measure: str = "dice",
 ) -> str:
     """Write :func:`histogram_figure` as a PNG; returns the path.
 
@@ -148,7 +152,7 @@ def save_histogram(
     """
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or path-like, got {type_name(path)}")
-    fig = histogram_figure(series, bins=bins, title=title)
+    fig = histogram_figure(series, bins=bins, title=title, measure=measure)
     backend = require("matplotlib.backends.backend_agg", "plot", "plotting")
     backend.FigureCanvasAgg(fig)
     with atomic_write(path, "wb") as fh:

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._progress import ProgressArg, check_progress, make_progress
 from .._threads import effective_n_threads
-from .._validation import check_int, type_name
+from .._validation import check_int, check_measure, type_name
 from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples
@@ -145,7 +145,7 @@ class ScanResult:
     Attributes
     ----------
     score : ndarray of float64, shape (n,)
-        Best ratio (minimum over fields).
+        Best score under ``measure`` (minimum over fields).
     index : ndarray of int64, shape (n,)
         Index of the matched sample (lowest on ties), -1 when nothing overlaps.
     summary : OverlapSummary
@@ -180,6 +180,7 @@ class ScanResult:
     labels: list | None = None
     train_labels: list | None = None
     index_name: Any = None
+    measure: str = "dice"
 
     def __len__(self) -> int:
         return int(self.score.shape[0])
@@ -271,6 +272,7 @@ def scan(
     fmt: str | None = None,
     tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
     log: Log | None = None,
@@ -311,6 +313,10 @@ def scan(
     tokenizer, ngram : as in :meth:`TokenSets.from_texts`
         The default tokenizer here is ``"intl"`` (:data:`DEFAULT_TOKENIZER`):
         ``"wordpunct"`` token for token on text without CJK, kana or Hangul.
+    measure : {"dice", "jaccard", "cosine", "overlap", "containment"}, default "dice"
+        The score of two samples (docs/measures.md); ``"containment"`` is how
+        much of the eval sample lies inside the train sample (without train:
+        inside the other sample).
     n_threads : int or None
     progress : bool or callable f(done, total)
         Samples tokenized, then samples searched (a new total starts each step).
@@ -328,6 +334,7 @@ def scan(
     """
     ts = parse_thresholds(at)
     turns = check_int(turns, "turns", minimum=1)
+    check_measure(measure)
     if log is not None and not callable(log):
         raise TypeError(f"log must be callable or None, got {type_name(log)}")
     say = log or (lambda _msg: None)
@@ -377,15 +384,16 @@ def scan(
     if len(r[0]) == 0 or (train is None and n < 2):
         score, index = np.zeros(n), np.full(n, -1, dtype=np.int64)
     else:
-        score, index = max_overlap(q, None if train is None else r, n_threads=nt,
-                                   progress=progress)
+        score, index = max_overlap(q, None if train is None else r, measure=measure,
+                                   n_threads=nt, progress=progress)
     groups = (summarize_by(score, group_values, by_name, ts)
               if group_values is not None else None)
     return ScanResult(score, index, summarize(score, ts), groups, names, texts, rtexts,
                       qtable, rtable, train is None, qlabels,
                       qlabels if train is None else rlabels,
                       getattr(getattr(queries, "index", None), "name", None)
-                      if qlabels is not None and not isinstance(queries, Mapping) else None)
+                      if qlabels is not None and not isinstance(queries, Mapping) else None,
+                      measure)
 
 
 def _field_names(cols: Any, k: int) -> tuple:

@@ -27,7 +27,7 @@ from scipy.sparse import csgraph
 from .._fields import as_fields
 from .._progress import ProgressArg, check_progress
 from .._threads import effective_n_threads
-from .._validation import check_int, check_unit_interval, type_name
+from .._validation import check_int, check_measure, check_unit_interval, type_name
 from ..dedup import DedupResult, dedup, exact_duplicates, self_join_edges
 from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
@@ -286,6 +286,7 @@ def dedup_first(
     units: TokenSets | Sequence[TokenSets],
     *,
     threshold: float = 0.8,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
     _log: Callable[[str], Any] | None = None,
@@ -302,6 +303,8 @@ def dedup_first(
     ----------
     units : TokenSets or sequence of TokenSets (one per field)
     threshold : float in [0, 1], default 0.8
+    measure : {"dice", "jaccard", "cosine", "overlap"}, default "dice"
+        As in :func:`overlap.dedup` (``"containment"`` is refused).
     n_threads : int or None
     progress : bool or callable f(done, total)
         Progress of the threshold self-join.
@@ -312,21 +315,24 @@ def dedup_first(
         ``passes`` is 1; ``cluster`` and ``n_edges`` as in :func:`overlap.dedup`.
     """
     threshold = check_unit_interval(threshold, "threshold")
+    check_measure(measure, self_join=True, call="dedup")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
     fields = tokenize_fields(units, "units")
-    return dedup_first_fields(fields, threshold, nt, progress, _log)
+    return dedup_first_fields(fields, threshold, nt, progress, _log, measure)
 
 
 def dedup_first_fields(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
-                       log: Callable[[str], Any] | None = None) -> DedupResult:
+                       log: Callable[[str], Any] | None = None,
+                       measure: str = "dice") -> DedupResult:
     """:func:`dedup_first` of fields already tokenized, with checked arguments
     (the pipeline's steps call it; ``log`` gets the step lines)."""
     n = len(fields[0])
     if n < 2:
         return DedupResult(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), 1,
                            np.arange(n, dtype=np.int64), 0)
-    left, right, _ = self_join_edges(as_fields(fields, "units"), threshold, nt, progress, log)
+    left, right, _ = self_join_edges(as_fields(fields, "units"), threshold, nt, progress, log,
+                                     measure)
     if log is not None:
         log(f"dedup: keeping the first of {left.shape[0]:,} pairs above the threshold")
     order = np.lexsort((left, right))

@@ -19,7 +19,7 @@ import numpy as np
 
 from .._progress import ProgressArg
 from .._threads import effective_n_threads
-from .._validation import check_int, check_unit_interval, type_name
+from .._validation import check_int, check_measure, check_unit_interval, type_name
 from ..stream import StreamScanResult, scan_stream
 from .._lines import line_limit
 from ..stream_readers import STREAM_FORMATS, shard_format, shard_paths
@@ -38,7 +38,8 @@ class CorpusScanResult:
     Attributes
     ----------
     score : ndarray of float64, shape (n,)
-        Best ratio (minimum over fields); 0 when nothing scores ``min_score``.
+        Best score under ``measure`` (minimum over fields); 0 when nothing
+        scores ``min_score``.
     index : ndarray of int64, shape (n,)
         Global corpus row of the match (rows numbered over the shards in
         reading order; lowest on ties), -1 when there is none.
@@ -65,6 +66,7 @@ class CorpusScanResult:
     table: dict | None
     stream: StreamScanResult
     labels: list | None = None
+    measure: str = "dice"
 
     def __len__(self) -> int:
         return int(self.score.shape[0])
@@ -113,6 +115,7 @@ def scan_corpus(
     min_score: float = 0.0,
     tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
     log: Log | None = None,
@@ -145,7 +148,7 @@ def scan_corpus(
     min_score : float in [0, 1], default 0
         Best matches scoring below it are reported as score 0, no match
         (a contamination check at 0.5 or more also runs faster).
-    tokenizer, ngram, n_threads
+    tokenizer, ngram, measure, n_threads
         As in :func:`overlap.pipeline.scan`.
     progress : bool or callable f(bytes_done, bytes_total)
     log : callable, optional
@@ -165,6 +168,7 @@ def scan_corpus(
     turns = check_int(turns, "turns", minimum=1)
     chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
     min_score = check_unit_interval(min_score, "min_score")
+    check_measure(measure)
     if corpus_format is not None and corpus_format not in STREAM_FORMATS:
         raise ValueError(f"corpus_format must be one of {', '.join(STREAM_FORMATS)}, "
                          f"got {corpus_format!r}")
@@ -201,13 +205,14 @@ def scan_corpus(
     with line_limit(max_line_bytes):
         res = scan_stream(dict(zip(names, cols)), source, fields=names, fmt=corpus_format,
                           tokenizer=tokenizer, ngram=ngram, chunk_rows=chunk_rows,
-                          min_score=min_score, n_threads=nt, progress=progress)
+                          min_score=min_score, measure=measure, n_threads=nt,
+                          progress=progress)
     score = np.ascontiguousarray(res.score, dtype=np.float64)
     index = np.ascontiguousarray(res.index, dtype=np.int64)
     groups = (summarize_by(score, group_values, by_name, ts)
               if group_values is not None else None)
     return CorpusScanResult(score, index, summarize(score, ts), groups, tuple(names),
-                            tuple(cols), table, res, row_labels(queries))
+                            tuple(cols), table, res, row_labels(queries), measure)
 
 
 def _describe(corpus: Any, shards: list[str]) -> str:

@@ -132,18 +132,22 @@ def _targets() -> dict:
         "TokenSets.concat": (TokenSets.concat, dict(parts=[a, b])),
         "TokenSets.take": (a.take, dict(rows=[0, 2])),
         "TokenSets.row": (a.row, dict(i=1)),
-        "ratio": (overlap.ratio, dict(a=a, b=b, n_threads=1)),
+        "ratio": (overlap.ratio, dict(a=a, b=b, measure="dice", n_threads=1)),
         "max_overlap": (overlap.max_overlap, dict(
-            queries=a, references=b, top_k=1, min_score=0.0, n_threads=1, progress=False)),
+            queries=a, references=b, top_k=1, min_score=0.0, measure="jaccard", n_threads=1,
+            progress=False)),
         "overlap_join": (overlap.overlap_join, dict(
-            left=a, right=b, threshold=0.5, n_threads=1, progress=False)),
-        "dedup": (overlap.dedup, dict(units=a, threshold=0.8, n_threads=1, progress=False)),
+            left=a, right=b, threshold=0.5, measure="containment", n_threads=1,
+            progress=False)),
+        "dedup": (overlap.dedup, dict(units=a, threshold=0.8, measure="overlap", n_threads=1,
+                                      progress=False)),
         "exact_duplicates": (overlap.exact_duplicates, dict(units=a, n_threads=1)),
         "OverlapIndex": (OverlapIndex, dict(references=b, n_threads=1)),
         "OverlapIndex.max_overlap": (index.max_overlap, dict(
-            queries=a, top_k=1, min_score=0.0, n_threads=1, progress=False)),
+            queries=a, top_k=1, min_score=0.0, measure="cosine", n_threads=1,
+            progress=False)),
         "OverlapIndex.join": (index.join, dict(
-            queries=a, threshold=0.5, n_threads=1, progress=False)),
+            queries=a, threshold=0.5, measure="dice", n_threads=1, progress=False)),
         "effective_n_threads": (overlap.effective_n_threads, dict(n_threads=1)),
         "contamination": (overlap.contamination, dict(
             eval_texts=["a b c", ""], corpus=["x a b c", "b"], ngram=2, rules="any",

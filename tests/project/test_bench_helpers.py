@@ -141,6 +141,28 @@ def test_passes_threshold_is_the_rational_test():
                     assert bool(peers.passes_threshold(inter, a, b, t)) == want
 
 
+def test_passes_measure_is_the_rational_test():
+    exact = {
+        "dice": lambda i, a, b: Fraction(2 * i, a + b),
+        "jaccard": lambda i, a, b: Fraction(i, a + b - i),
+        "overlap": lambda i, a, b: Fraction(i, min(a, b)),
+        "containment": lambda i, a, b: Fraction(i, a),
+    }
+    for a in range(1, 12):
+        for b in range(1, 12):
+            for inter in range(0, min(a, b) + 1):
+                for t in (0.8, 0.5, 2 / 3, 0.7, 1.0):
+                    ft = Fraction(repr(t))
+                    for m, f in exact.items():
+                        want = inter > 0 and f(inter, a, b) >= ft
+                        assert bool(peers.passes_measure(m, inter, a, b, t)) == want, (m, t)
+                    # cosine i/sqrt(ab) >= t  <=>  (i/t)^2 >= ab, in rationals
+                    want = inter > 0 and Fraction(inter) ** 2 >= ft ** 2 * a * b
+                    assert bool(peers.passes_measure("cosine", inter, a, b, t)) == want
+                assert bool(peers.passes_measure("dice", inter, a, b, 0.8)) == \
+                    bool(peers.passes_threshold(inter, a, b, 0.8))
+
+
 def test_dice_to_jaccard():
     assert peers.dice_to_jaccard(0.8) == pytest.approx(2 / 3)
     # for sets: Dice = 2J/(1+J)
@@ -181,6 +203,10 @@ def test_setsimilaritysearch_peer_finds_reference_pairs(rng):
         truth = {(i, j) for i, j, _ in ref.join(ab, None, t)}
         left, right = peers.SetSimSearchPeer.self_join(a, t)
         assert peers.exact_pairs(a, a, left, right, t) == truth
+        for m in ("jaccard", "cosine", "containment"):
+            truth = {(i, j) for i, j, _ in ref.join(ab, bb, t, m)}
+            left, right = peers.SetSimSearchPeer(b, t, m).query_all(peers.python_sets(a))
+            assert peers.exact_measure_pairs(a, b, left, right, t, m) == truth
 
 
 def test_minhash_lsh_peer_runs(rng):

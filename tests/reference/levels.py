@@ -29,3 +29,21 @@ def cpu_level(level: int):
 
 #: the join walk's signature test at a level (the name its tests use)
 popcount_level = cpu_level
+
+
+@contextlib.contextmanager
+def forced_path(path: str):
+    """Run the block on one search kernel, ``"postings"`` or ``"bitslice"``
+    (``overlap._dispatch.FORCE_PATH``)."""
+    from overlap import _dispatch
+
+    prev = _dispatch.FORCE_PATH
+    _dispatch.FORCE_PATH = path
+    try:
+        yield
+    finally:
+        _dispatch.FORCE_PATH = prev
+
+
+#: Every CPU level this machine runs (each kernel test runs at all of them).
+ALL_LEVELS = list(range(_cpu.cpu_level() + 1))

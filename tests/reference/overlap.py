@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import string
+import math
 from collections import Counter
 
 PUNCT = string.punctuation
@@ -78,13 +79,35 @@ def dice(u: Counter, v: Counter) -> float:
     return 2.0 * inter / (su + sv)
 
 
-def sample_ratio(x: tuple, y: tuple) -> float:
+def measure_score(measure: str, u: Counter, v: Counter) -> float:
+    """The specification's float64 expression of ``measure`` (u the query or
+    left side); 0 when the rows share nothing (multiset-aware)."""
+    a, b = sum(u.values()), sum(v.values())
+    i = sum(min(c, v[g]) for g, c in u.items() if g in v)
+    if i == 0:
+        return 0.0
+    if measure == "dice":
+        return 2.0 * i / (a + b)
+    if measure == "jaccard":
+        return i / (a + b - i)
+    if measure == "cosine":
+        return i / math.sqrt(a * b)
+    if measure == "overlap":
+        return i / min(a, b)
+    if measure == "containment":
+        return i / a
+    raise ValueError(measure)
+
+
+def sample_ratio(x: tuple, y: tuple, measure: str = "dice") -> float:
     """Multi-field ratio: the minimum over fields."""
-    return min(dice(a, b) for a, b in zip(x, y))
+    if measure == "dice":
+        return min(dice(a, b) for a, b in zip(x, y))
+    return min(measure_score(measure, a, b) for a, b in zip(x, y))
 
 
 def max_overlap(queries: list, references: list | None, top_k: int = 1,
-                min_score: float = 0.0):
+                min_score: float = 0.0, measure: str = "dice"):
     """Brute force top-k: lists of (score, index), ties to the lowest index."""
     self_mode = references is None
     refs = queries if self_mode else references
@@ -94,7 +117,7 @@ def max_overlap(queries: list, references: list | None, top_k: int = 1,
         for j, r in enumerate(refs):
             if self_mode and i == j:
                 continue
-            s = sample_ratio(q, r)
+            s = sample_ratio(q, r, measure)
             if s > 0.0 and s >= min_score:
                 cands.append((-s, j))
         cands.sort()
@@ -104,7 +127,7 @@ def max_overlap(queries: list, references: list | None, top_k: int = 1,
     return out
 
 
-def join(left: list, right: list | None, threshold: float):
+def join(left: list, right: list | None, threshold: float, measure: str = "dice"):
     """All (i, j, score) with score >= threshold (i < j for a self-join)."""
     self_mode = right is None
     rs = left if self_mode else right
@@ -113,13 +136,13 @@ def join(left: list, right: list | None, threshold: float):
         for j, b in enumerate(rs):
             if self_mode and j <= i:
                 continue
-            s = sample_ratio(a, b)
+            s = sample_ratio(a, b, measure)
             if s >= threshold and s > 0.0:
                 out.append((i, j, s))
     return out
 
 
-def dedup(units: list, threshold: float):
+def dedup(units: list, threshold: float, measure: str = "dice"):
     """The published iterative method, literally (SPEC §5)."""
     n = len(units)
     present = [True] * n
@@ -136,7 +159,7 @@ def dedup(units: list, threshold: float):
             for j in range(n):
                 if j == i or not present[j]:
                     continue
-                s = sample_ratio(units[i], units[j])
+                s = sample_ratio(units[i], units[j], measure)
                 if s > best_s:
                     best, best_s = j, s
             if best >= 0 and best_s > threshold:
@@ -157,12 +180,24 @@ def dedup(units: list, threshold: float):
 
     for i in range(n):
         for j in range(i + 1, n):
-            if sample_ratio(units[i], units[j]) > threshold:
+            if sample_ratio(units[i], units[j], measure) > threshold:
                 ri, rj = find(i), find(j)
                 if ri != rj:
                     label[max(ri, rj)] = min(ri, rj)
     cluster = [find(i) for i in range(n)]
     return present, kept_for, passes, cluster
+
+
+def dedup_first(units: list, threshold: float, measure: str = "dice"):
+    """Keep the earliest unit of every group: unit j goes when a kept i < j
+    scores strictly above the threshold; ``kept_for[j]`` is the lowest such i."""
+    keep, kept_for = [True] * len(units), [-1] * len(units)
+    for j in range(len(units)):
+        for i in range(j):
+            if keep[i] and sample_ratio(units[i], units[j], measure) > threshold:
+                keep[j], kept_for[j] = False, i
+                break
+    return keep, kept_for
 
 
 def exact_duplicates(units: list) -> list[int]:
