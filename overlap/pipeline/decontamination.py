@@ -46,7 +46,8 @@ from .tables import infer_format, write_table
 
 __all__ = ["MODE", "REASONS", "DecontaminationSettings", "DecontaminationReport",
            "DecontaminationResult", "decontaminate", "write_decontaminated",
-           "plan_decontaminate_outputs", "decontaminate_layout", "best_containers", "check_decontaminate_measures"]
+           "plan_decontaminate_outputs", "decontaminate_layout", "best_containers",
+           "check_decontaminate_measures"]
 
 #: The name of this mode in reports and on the command line.
 MODE = "fixed-eval"
