@@ -430,7 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=FIELDS_HELP)
     u.set_defaults(func=cmd_dedup)
 
-    c = sub.add_parser("clean", parents=[common, writes, tok, at],
+    c = sub.add_parser("clean", parents=[common, writes, tok, meas, at],
                        help="clean a dataset: fixed eval (train decontaminated) or re-split",
                        description="Two modes, named on the first line of the output. "
                                    "FIXED EVAL (the default with explicit --valid/--test "
@@ -482,6 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "published method; first = the earliest, train before valid/test)")
     c.add_argument("--seed", type=_count, default=None, metavar="S",
                    help="re-split: seed (default: 0)")
+    c.add_argument("--dedup-measure", choices=MEASURES, default=None, dest="dedup_measure",
+                   help="fixed eval: measure of the train dedup (default: --measure; "
+                        "dedup scores each pair once, so not containment: with --measure "
+                        "containment give a symmetric one, overlap the closest, or use "
+                        "overlap decontaminate --no-dedup)")
     c.add_argument("--allow-unlabelled-move", action="store_true",
                    dest="allow_unlabelled_move",
                    help="re-split: go ahead even when the split tables have different "
@@ -489,7 +494,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "lack their columns (default: refuse)")
     c.set_defaults(func=cmd_clean)
 
-    x = sub.add_parser("decontaminate", parents=[common, writes, tok, at],
+    x = sub.add_parser("decontaminate", parents=[common, writes, tok, meas, at],
                        help="fixed benchmark: remove from train what overlaps valid/test, "
                             "dedup train; eval files never change",
                        description="For a benchmark whose eval splits are fixed: train "
@@ -521,6 +526,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "exceeds T (default: --threshold)")
     x.add_argument("--no-dedup", action="store_false", dest="dedup_train",
                    help="do not deduplicate train, only remove the eval overlap (default: deduplicate)")
+    x.add_argument("--dedup-measure", choices=MEASURES, default=None, dest="dedup_measure",
+                   help="measure of the train dedup (default: --measure; "
+                        "dedup scores each pair once, so not containment: with --measure "
+                        "containment give a symmetric one, overlap the closest, or --no-dedup)")
     x.add_argument("--keep", choices=KEEP, default="most-overlapped",
                    help="which train unit of near-duplicates stays (default: "
                         "most-overlapped, the published method; first = the earliest)")
@@ -602,17 +611,19 @@ def _print_clean(con: Console, res: Any, out_dir: str, nt: int, png: str | None)
     what = "dialogues" if rep.unit == "dialogue" else "rows"
     fields = "context and response" if rep.unit == "dialogue" else "the fields"
     con.out("")
-    con.out(f"Overlap of the ORIGINAL split (each eval sample's best match in train, "
+    by = _by_measure(rep.settings.measure)
+    con.out(f"Overlap of the ORIGINAL split (each eval sample's best match in train{by}, "
             f"min over {fields}; counts of scores >= each threshold):")
     for k, r in res.before.items():
         con.out("  " + r.summary.format(k))
     if not res.before:
         con.out("  (the input has no valid or test split)")
     d = rep.dedup
-    by = ", ".join(f"{v:,} {k}" for k, v in d.removed_by_split.items())
+    split_counts = ", ".join(f"{v:,} {k}" for k, v in d.removed_by_split.items())
     con.out("")
-    con.out(f"Dedup (threshold {rep.settings.threshold:g}, keep {rep.settings.keep}): removed "
-            f"{d.removed:,} of {d.units:,} {what} ({by}) in {_counted(d.passes, 'pass')}; "
+    con.out(f"Dedup (threshold {rep.settings.threshold:g}{by}, keep {rep.settings.keep}): removed "
+            f"{d.removed:,} of {d.units:,} {what} ({split_counts}) in "
+            f"{_counted(d.passes, 'pass')}; "
             f"{_counted(d.pairs_above_threshold, 'pair')} above the threshold")
     rs = rep.resplit
     con.out(f"Re-split: train {rs['train']:,} / valid {rs['valid']:,} / test {rs['test']:,} "
@@ -736,6 +747,7 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
     from .pipeline.output import Outputs
     from .pipeline._splits import input_paths
     from .pipeline.cleaning import clean, clean_layout, plan_clean_outputs, write_clean
+    from ._validation import check_measure
 
     source = _clean_source(args)
     mode = _clean_mode(args)
@@ -754,6 +766,10 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
         if not files:
             raise UsageError("--fixed-eval needs an eval split (--valid or --test)")
         return _decontaminate(args, con, source["train"], files, True, None)
+    if args.dedup_measure is not None:
+        raise UsageError("--dedup-measure applies to fixed-eval mode; re-split deduplicates "
+                         "the pooled splits with --measure")
+    check_measure(args.measure, self_join=True, call="clean's dedup of the pooled splits")
     nt = effective_n_threads(args.threads, "--threads")
     outs = Outputs(input_paths(source), overwrite=args.overwrite,
                    make_parents=args.parents)
@@ -763,7 +779,8 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
     outs.check()
     con.out(_mode_line("resplit"))
     res = clean(source, fields=args.fields, fmt=args.format,
-                threshold=args.threshold, keep=args.keep, test_size=args.test_size,
+                threshold=args.threshold, keep=args.keep, measure=args.measure,
+                test_size=args.test_size,
                 valid_size=args.valid_size, turns=args.turns or 1, seed=args.seed or 0,
                 at=args.at, tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
                 progress=con.progress, log=con.log,
@@ -772,7 +789,8 @@ def cmd_clean(args: argparse.Namespace, con: Console) -> int:
         con.log("write: the new split, the report and the histogram")
         write_clean(args.out, res, outputs=outs)
         shown = _plot(con, outs, png, _histogram_series(res),
-                      "Max overlap against train: before / after")
+                      "Max overlap against train: before / after" + _by_measure(args.measure),
+                      args.measure)
     _print_clean(con, res, args.out, nt, shown)
     return 0
 
@@ -792,10 +810,15 @@ def _decontaminate(args: argparse.Namespace, con: Console, train: str, evals: di
                    dedup_train: bool, dedup_threshold: float | None) -> int:
     """Fixed-eval mode (``overlap decontaminate``, and ``overlap clean`` with eval files)."""
     from ._threads import effective_n_threads
-    from .pipeline.decontamination import (decontaminate, decontaminate_layout,
-                                           plan_decontaminate_outputs, write_decontaminated)
+    from .pipeline.decontamination import (check_decontaminate_measures, decontaminate,
+                                           decontaminate_layout, plan_decontaminate_outputs,
+                                           write_decontaminated)
     from .pipeline.output import Outputs
 
+    skip = ("--no-dedup" if args.command == "decontaminate"
+            else "overlap decontaminate with --no-dedup")
+    check_decontaminate_measures(args.measure, args.dedup_measure, dedup_train, args.threshold,
+                                 ("--measure", "--dedup-measure", skip))
     nt = effective_n_threads(args.threads, "--threads")
     outs = Outputs([train, *evals.values()], overwrite=args.overwrite,
                    make_parents=args.parents)
@@ -805,7 +828,8 @@ def _decontaminate(args: argparse.Namespace, con: Console, train: str, evals: di
     con.out(_mode_line("fixed-eval", list(evals)))
     res = decontaminate(train, evals, fields=args.fields, fmt=args.format,
                         threshold=args.threshold, dedup_train=dedup_train,
-                        dedup_threshold=dedup_threshold, keep=args.keep, at=args.at,
+                        dedup_threshold=dedup_threshold, keep=args.keep,
+                        measure=args.measure, dedup_measure=args.dedup_measure, at=args.at,
                         tokenizer=args.tokenizer, ngram=args.ngram, n_threads=nt,
                         progress=con.progress, log=con.log)
     with outs:
@@ -818,20 +842,23 @@ def _decontaminate(args: argparse.Namespace, con: Console, train: str, evals: di
     n = rep.inputs["train"]["units"]
     rm = rep.removed
     con.out("")
-    con.out(f"Overlap with the ORIGINAL train (each eval {unit}'s best match in train{fields}; "
-            "counts of scores >= each threshold):")
+    st = rep.settings
+    con.out(f"Overlap with the ORIGINAL train (each eval {unit}'s best match in train"
+            f"{_by_measure(st.measure)}{fields}; counts of scores >= each threshold):")
     for k, v in rep.before.items():
         con.out("  " + v.format(k))
     con.out("")
     con.out(f"Removed from train: {rm['total']:,} of {n:,} {what}, kept {rep.kept:,}")
     by = ", ".join(f"{k} {v:,}" for k, v in rm["by_eval_split"].items())
-    con.out(f"  eval-overlap: {rm['eval-overlap']:,} (best eval match >= "
-            f"{rep.settings.threshold:g}; {by})")
+    inside = (f"containment of an eval {unit} in the train {unit}"
+              if st.measure == "containment" else f"best eval match{_by_measure(st.measure)}")
+    con.out(f"  eval-overlap: {rm['eval-overlap']:,} ({inside} >= {st.threshold:g}; {by})")
     if rep.settings.dedup_threshold is None:
         con.out("  train-duplicate: not run (--no-dedup)")
     else:
         con.out(f"  train-duplicate: {rm['train-duplicate']:,} (near-duplicates of other train "
-                f"{what}, > {rep.settings.dedup_threshold:g}, keep {rep.settings.keep}, "
+                f"{what}, > {st.dedup_threshold:g}{_by_measure(st.dedup_measure)}, keep "
+                f"{st.keep}, "
                 f"{_counted(rep.dedup['passes'], 'pass')})")
     con.out("")
     con.out("Overlap with the CLEANED train:")

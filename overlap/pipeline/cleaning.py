@@ -18,7 +18,7 @@ import numpy as np
 
 from .._progress import ProgressArg
 from .._threads import effective_n_threads
-from .._validation import check_int, check_unit_interval, type_name
+from .._validation import MEASURE_LABELS, check_int, check_measure, check_unit_interval, type_name
 from ..dedup import DedupResult, dedup
 from ..search import ratio
 from ..tokensets import Tokenizer, TokenSets
@@ -209,6 +209,7 @@ def clean(
     fmt: str | None = None,
     threshold: float = 0.8,
     keep: str = "most-overlapped",
+    measure: str = "dice",
     test_size: int | None = None,
     valid_size: int | None = None,
     turns: int = 1,
@@ -252,6 +253,15 @@ def clean(
         most with — is kept.  ``"first"`` keeps the earliest unit of each
         group: a unit goes when an earlier kept unit overlaps it above the
         threshold.
+    measure : {"dice", "jaccard", "cosine", "overlap"}, default "dice"
+        The score of two units (docs/measures.md), the minimum over fields,
+        in every step: the scans before and after, the dedup, and the
+        re-split's "least overlapping".  The dedup scores each pair of the
+        pooled units once, so ``"containment"`` (asymmetric) is refused
+        (ValueError) as by :func:`overlap.dedup`; ``"overlap"`` is the
+        symmetric "lies inside" measure.  To remove train rows that contain a
+        fixed eval sample use :func:`overlap.pipeline.decontaminate`, which
+        takes containment in the eval → train direction.
     test_size, valid_size : int, optional
         Units in the new test / validation split; default the sizes of the
         original ones.  Never shrunk: when dedup leaves too few units for
@@ -281,6 +291,7 @@ def clean(
     CleanResult
     """
     threshold = check_unit_interval(threshold, "threshold")
+    check_measure(measure, self_join=True, call="clean's dedup of the pooled splits")
     turns = check_int(turns, "turns", minimum=1)
     seed = check_int(seed, "seed", minimum=0)
     ts = parse_thresholds(at)
@@ -338,14 +349,15 @@ def clean(
         say(f"scan: {', '.join(f'{k} ({len(orig_fields[k][0]):,} samples)' for k in evals)} "
             f"against train ({len(orig_fields['train'][0]):,} samples)")
     before = {k: scan(list(orig_fields[k]), list(orig_fields["train"]), at=ts,
-                      progress=progress, **opts) for k in evals}
+                      measure=measure, progress=progress, **opts) for k in evals}
     timed("scan_before", t0)
 
     t0 = time.perf_counter()
     origin = np.concatenate([np.full(original[k].n, i, dtype=np.int64)
                              for i, k in enumerate(names)])
     local = np.concatenate([np.arange(original[k].n, dtype=np.int64) for k in names])
-    say(f"dedup: {total:,} {what} at threshold {threshold:g} (keep {keep})")
+    by = "" if measure == "dice" else f" by {MEASURE_LABELS[measure]}"
+    say(f"dedup: {total:,} {what} at threshold {threshold:g}{by} (keep {keep})")
     units: tuple[TokenSets, ...]
     if kind == "dialogue":
         pooled_texts = [" ".join(d) for k in names for d in original[k].units]
@@ -355,13 +367,15 @@ def clean(
                                            tokenizer, ngram, n_threads=nt)
                       for f in range(len(original["train"].columns)))
     if keep == "first":
-        dd = dedup_first_fields(units, threshold, nt, progress)
+        dd = dedup_first_fields(units, threshold, nt, progress, measure=measure)
     else:
-        dd = dedup(units, threshold=threshold, n_threads=nt, progress=progress)
+        dd = dedup(units, threshold=threshold, measure=measure, n_threads=nt,
+                   progress=progress)
     kept_idx = np.flatnonzero(dd.keep)
     removed_idx = np.flatnonzero(~dd.keep)
     pair_scores = (ratio(tuple(u.take(removed_idx) for u in units),
-                         tuple(u.take(dd.kept_for[removed_idx]) for u in units), n_threads=nt)
+                         tuple(u.take(dd.kept_for[removed_idx]) for u in units),
+                         measure=measure, n_threads=nt)
                    if removed_idx.size else np.zeros(0))
     removed_units = []
     for i, sc in zip(removed_idx.tolist(), pair_scores.tolist()):
@@ -384,7 +398,8 @@ def clean(
     say(f"re-split: {n_kept:,} {what} -> test {test_size:,}, valid {valid_size:,}, "
         f"train {n_kept - test_size - valid_size:,} (seed {seed})")
     rs = resplit(tuple(u.take(kept_idx) for u in units), test_size=test_size,
-                 valid_size=valid_size, seed=seed, n_threads=nt, progress=progress)
+                 valid_size=valid_size, seed=seed, measure=measure, n_threads=nt,
+                 progress=progress)
     new_pos = {k: kept_idx[idx] for k, idx in rs.as_dict().items()}  # pooled indices
     moved = _moved_rows(kind, original, names, origin, new_pos)
     timed("resplit", t0)
@@ -428,13 +443,14 @@ def clean(
     t0 = time.perf_counter()
     say("scan: new eval splits against new train")
     after = {k: scan(list(cleaned_fields[k]), list(cleaned_fields["train"]), at=ts,
-                     progress=progress, **opts)
+                     measure=measure, progress=progress, **opts)
              for k in ("valid", "test") if len(new_pos[k])}
     timed("scan_after", t0)
 
     report = CleanReport(
         settings=CleanSettings(threshold, keep, test_size, valid_size, turns, seed, ngram,
-                               tokenizer if isinstance(tokenizer, str) else "callable", nt, ts),
+                               tokenizer if isinstance(tokenizer, str) else "callable", nt, ts,
+                               measure=measure),
         unit=kind,
         inputs={k: {"units": sp.n, "samples": len(orig_fields[k][0]),
                     **({"path": sp.path} if sp.path else {})} for k, sp in original.items()},

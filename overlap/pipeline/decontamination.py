@@ -4,14 +4,16 @@ For a published benchmark (GLUE, MINT, any leaderboard) the test set is fixed;
 the standard move is to remove from **train** whatever overlaps the eval
 splits, then deduplicate train itself.  :func:`decontaminate` does that:
 
-1. every train unit's best match in every eval split (the ratio of two units
-   is the minimum over the compared fields);
+1. every train unit's best match in every eval split (the score of two units,
+   under ``measure``, is the minimum over the compared fields; with
+   ``measure="containment"`` it is how much of the **eval** unit lies inside
+   the train unit, |E ∩ T| / |E|);
 2. train units whose best eval score is **at least** (``>=``) ``threshold``
    are removed (reason ``eval-overlap``), the same comparison as a scan's
    counts: after it, no eval unit has a train match scoring ``>= threshold``;
 3. the remaining train units are deduplicated (:func:`overlap.dedup`: a unit
    goes when its ratio to one still present is **strictly greater** than
-   ``dedup_threshold``; reason ``train-duplicate``).
+   ``dedup_threshold`` under ``dedup_measure``; reason ``train-duplicate``).
 
 Eval splits are read, never written.  The cleaned train keeps every column and
 the original row order.  Re-splitting (pooling the splits and dealing them
@@ -30,9 +32,9 @@ import numpy as np
 
 from .._progress import ProgressArg
 from .._threads import effective_n_threads
-from .._validation import check_unit_interval, type_name
+from .._validation import MEASURE_LABELS, check_measure, check_unit_interval, type_name
 from ..dedup import DedupResult, dedup
-from ..search import max_overlap, ratio
+from ..search import OverlapIndex, max_overlap, ratio
 from ..tokensets import Tokenizer, TokenSets
 from ._splits import EXT, Split, read_split, take_rows, unit_text
 from .dialogue import SPLIT_FILE_NAMES, write_dialogues
@@ -44,7 +46,8 @@ from .tables import infer_format, write_table
 
 __all__ = ["MODE", "REASONS", "DecontaminationSettings", "DecontaminationReport",
            "DecontaminationResult", "decontaminate", "write_decontaminated",
-           "plan_decontaminate_outputs", "decontaminate_layout"]
+           "plan_decontaminate_outputs", "decontaminate_layout", "best_containers",
+           "check_decontaminate_measures"]
 
 #: The name of this mode in reports and on the command line.
 MODE = "fixed-eval"
@@ -65,6 +68,8 @@ class DecontaminationSettings:
     ngram: int
     n_threads: int
     at: tuple
+    measure: str = "dice"
+    dedup_measure: str | None = "dice"  # None: train was not deduplicated
 
 
 @dataclass
@@ -140,7 +145,9 @@ class DecontaminationResult:
         Per original train unit: ``None`` (kept), ``"eval-overlap"`` or ``"train-duplicate"``.
     best_score, best_index : ndarray
         Per original train unit: its best score against any eval split, and
-        that eval unit's index (-1 when nothing overlaps).
+        that eval unit's index (-1 when nothing overlaps).  With
+        ``measure="containment"`` only matches scoring at least the threshold
+        are searched (score 0 and index -1 for a train unit with none).
     best_split : list of str or None
         Per original train unit: the eval split of that match (ties: the split
         given first, then the lowest index); None when nothing overlaps.
@@ -187,6 +194,74 @@ def _output_name(unit: str, fmt: str) -> str:
     return SPLIT_FILE_NAMES["train"] if unit == "dialogue" else f"train.{EXT[fmt]}"
 
 
+def check_decontaminate_measures(measure: Any, dedup_measure: Any, dedup_train: bool,
+                                 threshold: float, names: tuple = ("measure", "dedup_measure",
+                                                                   "dedup_train=False")) -> str:
+    """:func:`decontaminate`'s ``measure`` and ``dedup_measure``; returns the dedup's measure.
+
+    ``names`` are how the error messages name the two options and the way to
+    skip the dedup (the command line passes its own spellings).
+    """
+    mname, dname, skip = names
+    check_measure(measure)
+    if measure == "containment" and threshold == 0.0:
+        raise ValueError(f"threshold must be > 0 with {mname} containment: train units are "
+                         "found by a threshold join of the eval units against train, and at 0 "
+                         "every pair qualifies")
+    dmeasure = measure if dedup_measure is None else dedup_measure
+    if dedup_train or dedup_measure is not None:
+        check_measure(dmeasure, self_join=True,
+                      call=(f"the train dedup (give {dname} a symmetric measure, or {skip})"
+                            if dedup_measure is None else f"the train dedup ({dname})"))
+    return dmeasure
+
+
+#: Eval units joined against train at a time by :func:`best_containers` (bounds the pairs held).
+CONTAINER_CHUNK = 65536
+
+
+def best_containers(train: tuple, evals: tuple, threshold: float, n_threads: int,
+                    progress: ProgressArg = False,
+                    chunk: int = CONTAINER_CHUNK) -> tuple[np.ndarray, np.ndarray]:
+    """Per train unit: its best eval unit by containment of the eval unit in it.
+
+    The score of eval unit ``e`` and train unit ``t`` is |E ∩ T| / |E| (how
+    much of the eval unit lies inside the train unit; the minimum over
+    fields), the direction a fixed eval set asks about.  Only pairs scoring at
+    least ``threshold`` (> 0) are found: a threshold join of the eval units
+    (the queries) against an index over train, ``chunk`` eval units at a time,
+    so memory grows with the pairs of one chunk.
+
+    Returns
+    -------
+    score, index : ndarray (float64, int64), one per train unit
+        The best score and its eval unit (ties: the lowest eval index); 0 and
+        -1 for a train unit that no eval unit reaches the threshold in.
+    """
+    n, m = len(train[0]), len(evals[0])
+    score = np.zeros(n)
+    index = np.full(n, -1, dtype=np.int64)
+    if n == 0 or m == 0:
+        return score, index
+    idx = OverlapIndex(train, n_threads=n_threads)
+    for start in range(0, m, chunk):
+        rows = np.arange(start, min(start + chunk, m), dtype=np.int64)
+        queries = evals if rows.size == m else tuple(t.take(rows) for t in evals)
+        j = idx.join(queries, threshold=threshold, measure="containment",
+                     n_threads=n_threads, progress=progress)
+        if not len(j):
+            continue
+        # per train unit: its best pair of the chunk, the lowest eval index on ties
+        order = np.lexsort((j.left, -j.score, j.right))
+        right = j.right[order]
+        first = np.ones(right.shape[0], dtype=bool)
+        first[1:] = right[1:] != right[:-1]
+        r, s, e = right[first], j.score[order][first], j.left[order][first] + start
+        better = s > score[r]  # earlier chunks (lower eval indices) keep ties
+        score[r[better]], index[r[better]] = s[better], e[better]
+    return score, index
+
+
 def decontaminate_layout(train: Any, fmt: str | None = None) -> tuple[str, str]:
     """(unit kind, output format) of a :func:`decontaminate` train input, without reading it."""
     if isinstance(train, (str, os.PathLike)):
@@ -216,6 +291,8 @@ def decontaminate(
     dedup_train: bool = True,
     dedup_threshold: float | None = None,
     keep: str = "most-overlapped",
+    measure: str = "dice",
+    dedup_measure: str | None = None,
     at: Any = AT,
     tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
@@ -249,7 +326,7 @@ def decontaminate(
         Format of the files (default: from each extension).
     threshold : float in [0, 1], default 0.8
         A train unit whose best match in any eval split scores **at least**
-        this is removed.
+        this is removed (in (0, 1] with ``measure="containment"``).
     dedup_train : bool, default True
         Then deduplicate the remaining train units.
     dedup_threshold : float in [0, 1], optional
@@ -257,6 +334,19 @@ def decontaminate(
         strictly greater); default ``threshold``.
     keep : {"most-overlapped", "first"}, default "most-overlapped"
         Which train unit of near-duplicates stays (as in :func:`overlap.pipeline.clean`).
+    measure : {"dice", "jaccard", "cosine", "overlap", "containment"}, default "dice"
+        The score of an eval unit and a train unit (docs/measures.md), the
+        minimum over fields.  ``"containment"`` is taken in the eval → train
+        direction: |E ∩ T| / |E|, how much of the eval unit E lies inside the
+        train unit T, so an eval sample copied inside a long train row scores
+        1.0 however long the row.  With it only matches scoring at least
+        ``threshold`` are searched (``best_score`` / ``best_index`` are 0 / -1
+        below it) and ``threshold`` must be > 0.
+    dedup_measure : {"dice", "jaccard", "cosine", "overlap"}, optional
+        The measure of the train dedup; default ``measure``.  Dedup scores
+        each pair of train units once, so it refuses ``"containment"``: with
+        ``measure="containment"`` give a symmetric one here (``"overlap"``
+        is the closest) or ``dedup_train=False``.
     at : thresholds of the before/after summaries, default (0.5, 0.8, 1.0)
     tokenizer, ngram, n_threads, progress
         As in :func:`overlap.pipeline.scan`.
@@ -271,6 +361,7 @@ def decontaminate(
     threshold = check_unit_interval(threshold, "threshold")
     if not isinstance(dedup_train, bool):
         raise TypeError(f"dedup_train must be a bool, got {type_name(dedup_train)}")
+    dmeasure = check_decontaminate_measures(measure, dedup_measure, dedup_train, threshold)
     dthr = (threshold if dedup_threshold is None
             else check_unit_interval(dedup_threshold, "dedup_threshold"))
     if keep not in KEEP:
@@ -338,11 +429,15 @@ def decontaminate(
         if splits[k].n == 0 or n == 0:
             before[k] = summarize(np.zeros(splits[k].n), ts)
             continue
-        m = max_overlap(tok["train"], tok[k], n_threads=nt, progress=progress)
-        better = m.score > best_score  # ties stay with the split given first
-        best_score[better], best_index[better] = m.score[better], m.index[better]
+        if measure == "containment":  # the eval unit inside the train unit: eval queries
+            score, index = best_containers(tok["train"], tok[k], threshold, nt, progress)
+        else:  # a symmetric measure: each train unit's best eval unit directly
+            score, index = max_overlap(tok["train"], tok[k], measure=measure, n_threads=nt,
+                                       progress=progress)
+        better = score > best_score  # ties stay with the split given first
+        best_score[better], best_index[better] = score[better], index[better]
         best_split_id[better] = s
-        before[k] = summarize(max_overlap(tok[k], tok["train"], n_threads=nt,
+        before[k] = summarize(max_overlap(tok[k], tok["train"], measure=measure, n_threads=nt,
                                           progress=progress).score, ts)
     timed("scan", t0)
 
@@ -353,12 +448,14 @@ def decontaminate(
     dup_of = np.full(n, -1, dtype=np.int64)
     t0 = time.perf_counter()
     if dedup_train:
-        say(f"dedup: {rest.size:,} train {what} at threshold {dthr:g} (keep {keep})")
+        by = "" if dmeasure == "dice" else f" by {MEASURE_LABELS[dmeasure]}"
+        say(f"dedup: {rest.size:,} train {what} at threshold {dthr:g}{by} (keep {keep})")
         units = tuple(t.take(rest) for t in tok["train"])
         if keep == "first":
-            dd = dedup_first_fields(units, dthr, nt, progress)
+            dd = dedup_first_fields(units, dthr, nt, progress, measure=dmeasure)
         else:
-            dd = dedup(units, threshold=dthr, n_threads=nt, progress=progress)
+            dd = dedup(units, threshold=dthr, measure=dmeasure, n_threads=nt,
+                       progress=progress)
         gone = np.flatnonzero(~dd.keep)
         keep_mask[rest[gone]] = False
         dup_of[rest[gone]] = rest[dd.kept_for[gone]]
@@ -370,14 +467,16 @@ def decontaminate(
     kept_tok = tuple(t.take(kept_idx) for t in tok["train"])
     after = {}
     for k in names:
-        sc = (max_overlap(tok[k], kept_tok, n_threads=nt, progress=progress).score
+        sc = (max_overlap(tok[k], kept_tok, measure=measure, n_threads=nt,
+                          progress=progress).score
               if splits[k].n and kept_idx.size else np.zeros(splits[k].n))
         after[k] = summarize(sc, ts)
     timed("scan_after", t0)
 
     dups = np.flatnonzero(dup_of >= 0)
     dup_scores = (ratio(tuple(t.take(dups) for t in tok["train"]),
-                        tuple(t.take(dup_of[dups]) for t in tok["train"]), n_threads=nt)
+                        tuple(t.take(dup_of[dups]) for t in tok["train"]),
+                        measure=dmeasure, n_threads=nt)
                   if dups.size else np.zeros(0))
     dup_score = dict(zip(dups.tolist(), dup_scores.tolist()))
     best_split = [names[s] if s >= 0 else None for s in best_split_id.tolist()]
@@ -403,7 +502,8 @@ def decontaminate(
         settings=DecontaminationSettings(
             threshold, dthr if dedup_train else None, keep,
             tuple(field_names.get("train", ())) if kind == "row" else (),
-            tokenizer if isinstance(tokenizer, str) else "callable", ngram, nt, ts),
+            tokenizer if isinstance(tokenizer, str) else "callable", ngram, nt, ts,
+            measure=measure, dedup_measure=dmeasure if dedup_train else None),
         unit=kind,
         inputs={k: {"units": sp.n, **({"path": sp.path} if sp.path else {})}
                 for k, sp in splits.items()},

@@ -239,6 +239,7 @@ class CleanSettings:
     tokenizer: str
     n_threads: int
     at: tuple
+    measure: str = "dice"
 
 
 @dataclass(frozen=True)

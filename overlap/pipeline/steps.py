@@ -127,6 +127,7 @@ def resplit(
     seed: int = 0,
     tokenizer: Tokenizer = DEFAULT_TOKENIZER,
     ngram: int = 1,
+    measure: str = "dice",
     n_threads: int | None = None,
     progress: ProgressArg = False,
 ) -> Resplit:
@@ -145,6 +146,9 @@ def resplit(
         Same inputs and seed give the same split.
     tokenizer, ngram, n_threads, progress
         As in :func:`scan` (ignored for TokenSets, except n_threads/progress).
+    measure : {"dice", "jaccard", "cosine", "overlap", "containment"}, default "dice"
+        The score of the max overlap (docs/measures.md); with ``"containment"``
+        a unit's score is how much of it lies inside its best other unit.
 
     Returns
     -------
@@ -153,6 +157,7 @@ def resplit(
     test_size = check_int(test_size, "test_size", minimum=0)
     valid_size = check_int(valid_size, "valid_size", minimum=0)
     seed = check_int(seed, "seed", minimum=0)
+    check_measure(measure)
     nt = effective_n_threads(n_threads)
     if isinstance(units, TokenSets) or (
         isinstance(units, Sequence) and len(units) and isinstance(units[0], TokenSets)
@@ -168,7 +173,8 @@ def resplit(
             f"{test_size} + {valid_size} >= {n} units"
         )
     if n > 1 and test_size + valid_size > 0:
-        score = max_overlap(fields, None, n_threads=nt, progress=progress).score
+        score = max_overlap(fields, None, measure=measure, n_threads=nt,
+                            progress=progress).score
     else:
         score = np.zeros(n)
     rng = np.random.default_rng(seed)

@@ -208,3 +208,52 @@ def exact_duplicates(units: list) -> list[int]:
         key = tuple(frozenset(f.items()) for f in u)
         out.append(first.setdefault(key, i))
     return out
+
+
+def decontaminate(train: list, evals: list, threshold: float, measure: str = "dice",
+                  dedup_train: bool = True, dedup_threshold: float | None = None,
+                  dedup_measure: str | None = None, keep: str = "most-overlapped"):
+    """Fixed-eval decontamination, literally.
+
+    ``train``: units; ``evals``: (split name, units) pairs in the order given.
+    The score of eval unit E and train unit T is ``sample_ratio(E, T, measure)``:
+    the eval unit is the query, so containment is |E ∩ T| / |E|.  A train
+    unit's best match is its highest score over the splits in order, then the
+    eval units in order (ties to the first); scores of 0 never count, and with
+    containment neither do scores below the threshold.  A unit whose best
+    match scores >= threshold goes ("eval-overlap"); the rest are deduplicated
+    (strictly greater than ``dedup_threshold`` under ``dedup_measure``, both
+    defaulting to the eval ones; "train-duplicate").
+
+    Returns (keep, reason, best_score, best_index, best_split, dup_of), one
+    entry per train unit; ``dup_of`` is the train unit a duplicate went for.
+    """
+    n = len(train)
+    best, best_index, best_split = [0.0] * n, [-1] * n, [None] * n
+    for t in range(n):
+        for name, units in evals:
+            for j, e in enumerate(units):
+                s = sample_ratio(e, train[t], measure)
+                if measure == "containment" and s < threshold:
+                    continue
+                if s > 0.0 and s > best[t]:
+                    best[t], best_index[t], best_split[t] = s, j, name
+    reason: list = [None] * n
+    for t in range(n):
+        if best_index[t] >= 0 and best[t] >= threshold:
+            reason[t] = "eval-overlap"
+    dup_of = [-1] * n
+    if dedup_train:
+        rest = [t for t in range(n) if reason[t] is None]
+        units = [train[t] for t in rest]
+        dthr = threshold if dedup_threshold is None else dedup_threshold
+        dm = measure if dedup_measure is None else dedup_measure
+        if keep == "first":
+            kept, kept_for = dedup_first(units, dthr, dm)
+        else:
+            kept, kept_for, _, _ = dedup(units, dthr, dm)
+        for k, t in enumerate(rest):
+            if not kept[k]:
+                reason[t], dup_of[t] = "train-duplicate", rest[kept_for[k]]
+    keep_ = [r is None for r in reason]
+    return keep_, reason, best, best_index, best_split, dup_of
