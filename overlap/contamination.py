@@ -35,9 +35,9 @@ The eval side is held once: its token stream, a table of its distinct
 n-grams (50 to 90 bytes per eval n-gram, every requested ``n`` together),
 their first corpus rows (8 bytes each), each sample's first row and text, and while a chunk is probed, per thread a bit per
 distinct n-gram and 16 bytes for each n-gram it finds first.  The corpus is read one chunk at a
-time (``chunk_rows`` rows; a reading thread parses the next chunk meanwhile,
-so two chunks are held at most), tokenized, and every position of every row is
-looked up for every n-gram length in the table (the requested ``n`` and the
+time (``chunk_rows`` rows; a thread reads and tokenizes the next chunk while
+this one is probed, so two chunks are held at most), and every position of
+every row is looked up for every n-gram length in the table (the requested ``n`` and the
 lengths of shorter samples) in one pass, on ``n_threads`` OpenMP threads.
 The result does not depend on the thread count, the chunk size or how the
 corpus is cut into shards: each n-gram keeps the lowest corpus row found.
@@ -45,11 +45,8 @@ corpus is cut into shards: each n-gram keeps the lowest corpus row found.
 
 from __future__ import annotations
 
-import contextvars
 import numbers
 import os
-import queue
-import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +56,7 @@ import numpy as np
 
 from . import _texts, _tokenize
 from ._kernels._ngram_table import NOT_FOUND, NgramTable
+from ._prefetch import Prefetch
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads
 from ._validation import check_int, check_seed, check_texts, exact_str, type_name
@@ -541,9 +539,20 @@ class ContaminationScanner:
         """Probe the next corpus rows (a sequence of str or an Arrow string column);
         they are numbered from the rows added so far.  ``checked``: ``texts`` is
         a list that ``check_texts`` returned."""
+        self.add_tokens(texts, *self.tokens(texts, checked), path=path, nbytes=nbytes)
+
+    def tokens(self, texts: Any, checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(indptr, hashes)`` of corpus rows, for :meth:`add_tokens`.  Reads no
+        state of the scanner but its settings: another thread may tokenize the
+        next rows while these are probed."""
+        return token_streams(texts, self.tokenizer, self.seed, self.n_threads, "corpus",
+                             checked)
+
+    def add_tokens(self, texts: Any, indptr: np.ndarray, tokens: np.ndarray, *,
+                   path: str = "<memory>", nbytes: int = 0) -> None:
+        """:meth:`add` of rows already tokenized by :meth:`tokens` (``texts``: the
+        rows themselves, for the text of new matches)."""
         first = self.n_rows
-        indptr, tokens = token_streams(texts, self.tokenizer, self.seed, self.n_threads,
-                                       "corpus", checked)
         m = indptr.shape[0] - 1
         if not self.shards or self.shards[-1][0] != path:
             self.shards.append([path, first, 0])
@@ -560,30 +569,23 @@ class ContaminationScanner:
             rows = _segment_min(self.found_at[self._uids[n]], self._ptr[n], NOT_FOUND)
             new = np.flatnonzero(rows < self.first_row[n])
             self.first_row[n][new] = rows[new]
-            if self.keep_text and new.shape[0]:
+            if self.keep_text and new.shape[0]:  # the text of new matches only
                 lst = self.match[n]
                 for i, r in zip(new.tolist(), rows[new].tolist()):
                     lst[i] = _text_at(texts, r - first)
 
     def add_chunk(self, chunk: Chunk, field_name: str = "text") -> None:
         """:meth:`add` of one chunk of :func:`overlap.stream_readers.read_chunks`."""
-        if not isinstance(chunk, Chunk):
-            raise TypeError(f"the corpus yielded a {type_name(chunk)}, expected a Chunk")
-        if field_name not in chunk.columns:
-            raise ValueError(f"{chunk.path}: no field {field_name!r} in the chunk "
-                             f"(has {', '.join(chunk.columns)})")
+        col = _chunk_column(chunk, field_name)
+        self.add_chunk_tokens(chunk, col, *self.tokens(col))
+
+    def add_chunk_tokens(self, chunk: Chunk, col: Any, indptr: np.ndarray,
+                         tokens: np.ndarray) -> None:
+        """:meth:`add_chunk` of a chunk column already tokenized by :meth:`tokens`."""
         if chunk.first_row != self.n_rows:
             raise ValueError(f"chunk of {chunk.path} starts at row {chunk.first_row}, "
                              f"expected {self.n_rows}")
-        col = chunk.columns[field_name]
-        # an Arrow column (the arrow reader's) is checked by the tokenizer in
-        # bulk (strings, no nulls); a list is checked here, row by row
-        if _texts.arrow_column(col, field_name) is None and not all(
-                type(v) is str for v in col):
-            i = next(i for i, v in enumerate(col) if not isinstance(v, str))
-            raise ValueError(f"{chunk.path}: row {chunk.shard_row + i + 1} of the shard has no "
-                             f"text in field {field_name!r} (got {type_name(col[i])})")
-        self.add(col, path=chunk.path, nbytes=chunk.nbytes)
+        self.add_tokens(col, indptr, tokens, path=chunk.path, nbytes=chunk.nbytes)
 
     def state(self) -> ScanState:
         """What was found so far (rows numbered from this scanner's first row)."""
@@ -655,59 +657,43 @@ def _check_groups(groups: Any, n: int) -> list | None:
     return out
 
 
-class _Failed:
-    def __init__(self, exc: BaseException) -> None:
-        self.exc = exc
+def _chunk_column(chunk: Any, field_name: str, rows_checked: bool = False) -> Any:
+    """The corpus column of a chunk, checked: a list of str or an Arrow string column.
 
-
-def prefetched(chunks: Iterator, depth: int = 1) -> Iterator:
-    """The items of ``chunks``, produced by a reading thread up to ``depth`` ahead.
-
-    The reader (Python, holding the GIL) parses the next chunk while the
-    kernels (GIL released) work on this one.  The thread runs in a copy of the
-    caller's context (``line_limit`` holds there), an error it meets is raised
-    here, in order, and leaving early (an error, Ctrl-C) stops and joins it,
-    then closes ``chunks``.
+    ``rows_checked``: the chunk comes from :func:`overlap.stream_readers.read_chunks`,
+    which checks every row's field is a str (no second look at each row here).
     """
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
+    if not isinstance(chunk, Chunk):
+        raise TypeError(f"the corpus yielded a {type_name(chunk)}, expected a Chunk")
+    if field_name not in chunk.columns:
+        raise ValueError(f"{chunk.path}: no field {field_name!r} in the chunk "
+                         f"(has {', '.join(chunk.columns)})")
+    col = chunk.columns[field_name]
+    # an Arrow column (the arrow reader's) is checked by the tokenizer in
+    # bulk (strings, no nulls); a list is checked here, row by row
+    if not rows_checked and _texts.arrow_column(col, field_name) is None and not all(
+            type(v) is str for v in col):
+        i = next(i for i, v in enumerate(col) if not isinstance(v, str))
+        raise ValueError(f"{chunk.path}: row {chunk.shard_row + i + 1} of the shard has no "
+                         f"text in field {field_name!r} (got {type_name(col[i])})")
+    return col
 
-    def put(item: Any) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.05)
-                return True
-            except queue.Full:
-                continue
-        return False
 
-    def work() -> None:
-        try:
-            for item in chunks:
-                if not put(item):
-                    return
-            put(done)
-        except BaseException as e:  # handed to the consumer, raised there
-            put(_Failed(e))
+def _chunk_parts(chunks: Iterable, field_name: str, rows_checked: bool) -> Iterator:
+    """The parts (see :func:`_tokenized`) of chunks of :func:`~overlap.stream_readers.read_chunks`."""
+    for chunk in chunks:
+        col = _chunk_column(chunk, field_name, rows_checked)
+        yield col, chunk.path, chunk.nbytes, chunk.first_row, False, chunk.nbytes
 
-    ctx = contextvars.copy_context()
-    thread = threading.Thread(target=ctx.run, args=(work,), name="overlap-reader", daemon=True)
-    thread.start()
-    try:
-        while True:
-            item = q.get()
-            if item is done:
-                return
-            if isinstance(item, _Failed):
-                raise item.exc
-            yield item
-    finally:
-        stop.set()
-        thread.join()
-        close = getattr(chunks, "close", None)
-        if close is not None:
-            close()
+
+def _tokenized(scanner: ContaminationScanner, parts: Iterable) -> Iterator:
+    """``(texts, indptr, hashes, path, nbytes, first_row, step)`` of every part
+    ``(texts, path, nbytes, first_row, checked, step)`` of the corpus: the
+    reading and the tokenizing, which :class:`overlap._prefetch.Prefetch` runs on
+    its thread while the caller probes (``first_row``: None for rows in memory;
+    ``step``: the progress made)."""
+    for texts, path, nbytes, first_row, checked, step in parts:
+        yield (texts, *scanner.tokens(texts, checked), path, nbytes, first_row, step)
 
 
 def _is_path(x: Any) -> bool:
@@ -729,6 +715,7 @@ def contamination(
     keep_text: bool = True,
     n_threads: int | None = None,
     progress: ProgressArg = False,
+    engine: str | None = None,
 ) -> ContaminationResult:
     """N-gram membership of every eval sample in a corpus, and labels by published rules.
 
@@ -763,6 +750,10 @@ def contamination(
     progress : bool or callable
         True: a bar over the bytes read (rows for a corpus in memory), with
         MB/s; a callable receives ``(done, total)``.
+    engine : {"auto", "arrow", "python"}, optional
+        How corpus files are read, as in :func:`overlap.stream_readers.read_chunks`
+        (default: ``OVERLAP_READER``, else Arrow when pyarrow is installed).
+        The result does not depend on it.
 
     Returns
     -------
@@ -784,44 +775,39 @@ def contamination(
             if msg.startswith("source: "):
                 msg = msg[len("source: "):]
             raise type(e)(f"corpus: {msg}" if "fmt" not in msg else msg) from None
-        bar = make_progress(progress, total, "contamination", "B")
-        try:
-            # the next chunk is read while this one is tokenized and probed
-            for chunk in prefetched(read_chunks(corpus, [field], fmt=fmt,
-                                                chunk_rows=chunk_rows)):
-                scanner.add_chunk(chunk, field)
-                bar.update(chunk.nbytes)
-        finally:
-            bar.close()
+        unit = "B"
+        # read_chunks checks every row's field is a str
+        parts = _chunk_parts(read_chunks(corpus, [field], fmt=fmt, chunk_rows=chunk_rows,
+                                         engine=engine), field, True)
     else:
         col = _texts.arrow_column(corpus, "corpus")
         if col is not None:
-            n = len(col)
-            bar = make_progress(progress, n, "contamination", "row")
-            try:
-                for a in range(0, n, chunk_rows):
-                    scanner.add(col.slice(a, min(chunk_rows, n - a)))
-                    bar.update(min(chunk_rows, n - a))
-            finally:
-                bar.close()
+            total, unit = len(col), "row"
+            parts = ((col.slice(a, chunk_rows), "<memory>", 0, None, False,
+                      min(chunk_rows, total - a)) for a in range(0, total, chunk_rows))
         elif isinstance(corpus, (Sequence, np.ndarray)) and not isinstance(corpus, bytes):
             items = check_texts(corpus, "corpus")
-            bar = make_progress(progress, len(items), "contamination", "row")
-            try:
-                for a in range(0, len(items), chunk_rows):
-                    scanner.add(items[a:a + chunk_rows], checked=True)
-                    bar.update(len(items[a:a + chunk_rows]))
-            finally:
-                bar.close()
+            total, unit = len(items), "row"
+            parts = ((items[a:a + chunk_rows], "<memory>", 0, None, True,
+                      len(items[a:a + chunk_rows])) for a in range(0, total, chunk_rows))
         elif isinstance(corpus, Iterable) and not isinstance(corpus, bytes):
-            bar = make_progress(progress, 0, "contamination", "B")
-            try:
-                for chunk in corpus:
-                    scanner.add_chunk(chunk, field)
-                    bar.update(chunk.nbytes)
-            finally:
-                bar.close()
+            total, unit = 0, "B"
+            parts = _chunk_parts(corpus, field, False)
         else:
             raise TypeError("corpus must be a path, a sequence of str, an Arrow string column "
                             f"or an iterable of Chunk, got {type_name(corpus)}")
+    bar = make_progress(progress, total, "contamination", unit)
+    # the next rows are read and tokenized on another thread while these are probed
+    work = Prefetch(_tokenized(scanner, parts), name="overlap-contamination")
+    try:
+        for texts, indptr, tokens, path, nbytes, first_row, step in work:
+            if first_row is not None and first_row != scanner.n_rows:
+                raise ValueError(f"chunk of {path} starts at row {first_row}, "
+                                 f"expected {scanner.n_rows}")
+            scanner.add_tokens(texts, indptr, tokens, path=path, nbytes=nbytes)
+            del texts, indptr, tokens
+            bar.update(step)
+    finally:
+        work.close()
+        bar.close()
     return scanner.result(grp, time.perf_counter() - t0)

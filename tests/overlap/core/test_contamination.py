@@ -344,20 +344,36 @@ def test_reading_errors_surface_from_the_reading_thread(tmp_path):
         contamination(["a b c"], str(tmp_path), ngram=2, chunk_rows=-1)
 
 
-def test_prefetched_keeps_order_and_closes():
-    closed = []
+def test_an_error_of_the_probe_stops_and_closes_the_reader(tmp_path, monkeypatch):
+    """Chunks are read and tokenized on the prefetch thread: an error of the
+    probe (on the caller's thread) closes the reader, and nothing hangs."""
+    (tmp_path / "a.jsonl").write_text('{"text": "a b c"}\n' * 50)
+    closed, made = [], []
+    real = cmod.read_chunks
 
-    def gen():
+    def reader(*args, **kw):
         try:
-            yield from range(100)
+            for chunk in real(*args, **kw):
+                made.append(chunk.first_row)
+                yield chunk
         finally:
             closed.append(True)
 
-    assert list(cmod.prefetched(gen())) == list(range(100))
-    it = cmod.prefetched(gen())
-    assert [next(it) for _ in range(3)] == [0, 1, 2]
-    it.close()
-    assert closed == [True, True]
+    calls = []
+
+    def failing(self, *args, **kw):
+        calls.append(1)
+        if len(calls) == 3:
+            raise RuntimeError("probe failed")
+        return real_add(self, *args, **kw)
+
+    real_add = cmod.ContaminationScanner.add_tokens
+    monkeypatch.setattr(cmod, "read_chunks", reader)
+    monkeypatch.setattr(cmod.ContaminationScanner, "add_tokens", failing)
+    with pytest.raises(RuntimeError, match="probe failed"):
+        contamination(["a b c"], str(tmp_path / "a.jsonl"), ngram=2, chunk_rows=5)
+    assert closed == [True]
+    assert made[:3] == [0, 5, 10] and len(made) < 10  # stopped early, in order
 
 
 def test_a_corpus_row_without_text_is_named(tmp_path):
