@@ -11,8 +11,11 @@ is their one n-gram).
 Groups (the figure to read is ``extra_info["mb_per_s"]``: corpus bytes over
 the mean time, end to end: reading, tokenizing, probing, the report):
 
-* ``contamination: JSONL corpus``: ours (``overlap.contamination.contamination``
-  on the file, ``rules="any"``), on all threads and on one, against the
+* ``contamination: JSONL and Parquet corpus``: ours
+  (``overlap.contamination.contamination`` on the file, ``rules="any"``), from
+  JSONL and from Parquet (the same rows), read by either engine of
+  ``read_chunks`` (``arrow``: Arrow string columns; ``python``: the standard
+  library), on all threads and on one, against the
   plain-Python peer of lm-evaluation-harness's decontamination: the eval
   13-grams as a set of token tuples (the reference tokenizer), every corpus
   row read with ``json.loads``, tokenized and its windows looked up.  The
@@ -38,7 +41,7 @@ from .stream_contamination import POOL, _pool, row_text
 
 ROWS_ENV = "OVERLAP_BENCH_CONTAMINATION_ROWS"
 N_EVAL = 10_000
-G_FILE = "contamination: 10k eval, 13-grams, JSONL corpus"
+G_FILE = "contamination: 10k eval, 13-grams, JSONL and Parquet corpus"
 G_MEM = "contamination: 10k eval, 13-grams, corpus in memory"
 
 
@@ -52,8 +55,18 @@ def setup(tmp_path_factory):
     with open(path, "w", encoding="utf-8") as f:
         for t in corpus:
             f.write(json.dumps({"text": t}) + "\n")
+    paths = {"jsonl": str(path)}
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        pass
+    else:
+        paths["parquet"] = str(path.with_suffix(".parquet"))
+        pq.write_table(pa.table({"text": corpus}), paths["parquet"])
     want = contamination(ev, corpus, rules="any", n_threads=1)
-    return {"eval": ev, "corpus": corpus, "path": str(path), "size": os.path.getsize(path),
+    return {"eval": ev, "corpus": corpus, "path": str(path), "paths": paths,
+            "size": os.path.getsize(path),
             "chars": sum(map(len, corpus)), "dirty": want.labels["any"] == "dirty"}
 
 
@@ -89,12 +102,17 @@ def python_peer(ev: list[str], path: str, n: int = 13) -> np.ndarray:
 
 
 @pytest.mark.parametrize("n_threads", THREADS)
-def test_ours_file(benchmark, setup, n_threads):
+@pytest.mark.parametrize("engine", ["arrow", "python"])
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_ours_file(benchmark, setup, fmt, engine, n_threads):
     benchmark.group = G_FILE
-    _info(benchmark, setup["size"], n_threads=n_threads)
-    res = benchmark.pedantic(contamination, args=(setup["eval"], setup["path"]),
-                             kwargs=dict(rules="any", n_threads=n_threads), rounds=3,
-                             iterations=1, warmup_rounds=0)
+    if engine == "arrow" or fmt == "parquet":
+        pytest.importorskip("pyarrow", reason=f"{fmt} read by the {engine} engine needs pyarrow")
+    # the rate is over the JSONL bytes for both formats: the same rows, comparable figures
+    _info(benchmark, setup["size"], fmt=fmt, engine=engine, n_threads=n_threads)
+    res = benchmark.pedantic(contamination, args=(setup["eval"], setup["paths"][fmt]),
+                             kwargs=dict(rules="any", n_threads=n_threads, engine=engine),
+                             rounds=3, iterations=1, warmup_rounds=0)
     _rate(benchmark, setup["size"])
     np.testing.assert_array_equal(res.labels["any"] == "dirty", setup["dirty"])
     assert 0 < setup["dirty"].sum() < N_EVAL
