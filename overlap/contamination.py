@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from . import _texts, _tokenize
+from ._batches import ENGINES
 from ._kernels._ngram_table import NOT_FOUND, NgramTable
 from ._prefetch import Prefetch
 from ._progress import ProgressArg, check_progress, make_progress
@@ -763,6 +764,8 @@ def contamination(
     if isinstance(field, bool) or not isinstance(field, str):
         raise TypeError(f"field must be a str, got {type_name(field)}")
     chunk_rows = check_int(chunk_rows, "chunk_rows", minimum=1)
+    if engine is not None and (not isinstance(engine, str) or engine not in ENGINES):
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     scanner = ContaminationScanner(eval_texts, ngram=ngram, rules=rules, tokenizer=tokenizer,
                                    seed=seed, keep_text=keep_text, n_threads=n_threads)
     grp = _check_groups(groups, scanner.indptr.shape[0] - 1)

@@ -116,14 +116,17 @@ def test_equal_for_every_thread_count_and_chunk_size(rng):
         assert other.match == base.match
 
 
-def test_shards_on_disk_locate_matches(rng, tmp_path):
+@pytest.mark.parametrize("engine", ["arrow", "python"])
+def test_shards_on_disk_locate_matches(rng, tmp_path, engine):
+    if engine == "arrow":
+        pytest.importorskip("pyarrow", reason="the arrow engine needs pyarrow")
     ev, corpus = planted(rng)
     cuts = [0, 5, 21, 22, 60]  # a one-row shard, boundaries next to planted rows
     for k, (a, b) in enumerate(zip(cuts[:-1], cuts[1:])):
         with open(tmp_path / f"part-{k}.jsonl", "w", encoding="utf-8") as f:
             for t in corpus[a:b]:
                 f.write(json.dumps({"text": t, "id": 1}) + "\n")
-    disk = contamination(ev, str(tmp_path), ngram=13, chunk_rows=4)
+    disk = contamination(ev, str(tmp_path), ngram=13, chunk_rows=4, engine=engine)
     mem = contamination(ev, corpus, ngram=13)
     np.testing.assert_array_equal(disk.stats[13].first_row, mem.stats[13].first_row)
     assert disk.match == mem.match and disk.n_rows == len(corpus)
@@ -266,6 +269,7 @@ def test_arrow_inputs_equal_lists(rng):
     (dict(chunk_rows=0), ValueError, "chunk_rows"),
     (dict(seed=-1), ValueError, "seed"),
     (dict(field=3), TypeError, "field"),
+    (dict(engine="fast"), ValueError, "engine must be one of auto, arrow, python"),
 ])
 def test_bad_arguments(kwargs, err, msg):
     with pytest.raises(err, match=msg):
