@@ -681,7 +681,7 @@ def _chunk_column(chunk: Any, field_name: str, rows_checked: bool = False) -> An
 
 
 def _chunk_parts(chunks: Iterable, field_name: str, rows_checked: bool) -> Iterator:
-    """The parts (see :func:`_tokenized`) of chunks of :func:`~overlap.stream_readers.read_chunks`."""
+    """The parts (see :func:`_tokenized`) of chunks (of ``read_chunks`` or a caller)."""
     for chunk in chunks:
         col = _chunk_column(chunk, field_name, rows_checked)
         yield col, chunk.path, chunk.nbytes, chunk.first_row, False, chunk.nbytes
