@@ -149,3 +149,14 @@ def scipy_along_axis(f, x, y, axis):
     for i in np.ndindex(stat.shape):
         stat[i], pvalue[i] = f(x[i], y[i])[:2]
     return stat, pvalue
+
+
+def chunked(fields, sizes):
+    """Cut aligned fields into consecutive chunks of the given sizes (cycled)."""
+    n = len(fields[0])
+    start = p = 0
+    while start < n:
+        stop = min(n, start + sizes[p % len(sizes)])
+        p += 1
+        yield tuple(f.take(np.arange(start, stop)) for f in fields)
+        start = stop

@@ -9,34 +9,22 @@ ties to the lowest index, on both kernels and several thread counts.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_array_equal
 
-from overlap import TokenSets, _dispatch, dedup, max_overlap, overlap_join, ratio
+from overlap import TokenSets, dedup, max_overlap, overlap_join, ratio
 from overlap._kernels import _bounds_arrays
 from overlap._validation import MEASURES
 from reference import overlap as ref
 from reference.helpers import as_arrays, build, collections, make_corpus, ref_units
+from reference.levels import forced_path
 
 SYMMETRIC = [m for m in MEASURES if m != "containment"]
 PATHS = ["postings", "bitslice"]
 THRESHOLDS = [0.1, 0.25, 0.5, 0.6, 2 / 3, 0.75, 0.8, 1.0]
-
-
-@contextlib.contextmanager
-def forced(path: str):
-    """Run the block on one kernel (``_dispatch.FORCE_PATH``)."""
-    prev = _dispatch.FORCE_PATH
-    _dispatch.FORCE_PATH = path
-    try:
-        yield
-    finally:
-        _dispatch.FORCE_PATH = prev
 
 
 def test_measure_names_follow_the_kernels_enum():
@@ -48,7 +36,7 @@ def test_measure_names_follow_the_kernels_enum():
 @settings(max_examples=40, deadline=None)
 @given(st.data(), st.booleans(), st.integers(1, 3), st.sampled_from([0.0, 0.2, 0.5, 2 / 3, 1.0]))
 def test_max_overlap_matches_brute_force(path, measure, data, multiset, top_k, min_score):
-    with forced(path):
+    with forced_path(path):
         qf = data.draw(collections())
         rf = data.draw(collections(n_fields=len(qf)))
         got = max_overlap(build(qf, multiset), build(rf, multiset), top_k=top_k,
@@ -65,7 +53,7 @@ def test_max_overlap_matches_brute_force(path, measure, data, multiset, top_k, m
 @settings(max_examples=30, deadline=None)
 @given(st.data(), st.booleans(), st.integers(1, 3), st.sampled_from([0.0, 0.5, 0.9]))
 def test_all_against_rest_matches_brute_force(path, measure, data, multiset, top_k, min_score):
-    with forced(path):
+    with forced_path(path):
         f = data.draw(collections())
         got = max_overlap(build(f, multiset), top_k=top_k, min_score=min_score, measure=measure)
         want = ref.max_overlap(ref_units(f, multiset), None, top_k, min_score, measure)
@@ -120,7 +108,7 @@ def test_ratio_matches_the_definition(measure, data, multiset):
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
 @pytest.mark.parametrize("measure", MEASURES)
 def test_larger_corpus_against_brute_force_for_every_thread_count(path, measure, n_threads):
-    with forced(path):
+    with forced_path(path):
         rng = np.random.default_rng(20261204)
         rows = make_corpus(rng, 260)
         refs, queries = TokenSets.from_ids(rows[:200]), TokenSets.from_ids(rows[200:])
@@ -137,7 +125,7 @@ def test_larger_corpus_against_brute_force_for_every_thread_count(path, measure,
 
 @pytest.mark.parametrize("path", PATHS)
 def test_containment_is_directional_and_ties_go_to_the_lowest_index(path):
-    with forced(path):
+    with forced_path(path):
         # the query {1, 2} lies wholly inside references 0 and 2; 1 is identical
         queries = TokenSets.from_ids([[1, 2]])
         refs = TokenSets.from_ids([[1, 2, 3, 4], [1, 2], [1, 2, 9]])

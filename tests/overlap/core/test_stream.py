@@ -24,6 +24,7 @@ from overlap import _batches
 from overlap.stream_readers import read_chunks, shard_paths, source_size
 
 from reference import overlap as ref
+from reference.helpers import chunked
 
 VOCAB = [f"w{i}" for i in range(12)]
 try:
@@ -39,17 +40,6 @@ ENGINES = [pytest.param("arrow", marks=pytest.mark.skipif(
 def _strs(col):
     """A chunk column as a list of str (the arrow reader gives Arrow arrays)."""
     return col if isinstance(col, list) else col.to_pylist()
-
-
-def _chunks(fields, sizes):
-    """Cut aligned fields into consecutive chunks of the given sizes (cycled)."""
-    n = len(fields[0])
-    start = p = 0
-    while start < n:
-        stop = min(n, start + sizes[p % len(sizes)])
-        p += 1
-        yield tuple(f.take(np.arange(start, stop)) for f in fields)
-        start = stop
 
 
 def _texts(draw_lists):
@@ -76,7 +66,7 @@ def test_equals_in_memory_search_for_any_chunking(q, r, sizes, top_k, min_score,
     qf = tuple(TokenSets.from_texts(_texts(x[:nq]), multiset=multiset) for x in q[:nf])
     rf = tuple(TokenSets.from_texts(_texts(x[:nr]), multiset=multiset) for x in r[:nf])
     want = overlap.max_overlap(qf, rf, top_k=top_k, min_score=min_score)
-    got = stream_max_overlap(qf, _chunks(rf, sizes), top_k=top_k, min_score=min_score,
+    got = stream_max_overlap(qf, chunked(rf, sizes), top_k=top_k, min_score=min_score,
                              index=index)
     np.testing.assert_array_equal(got.score, want.score)
     np.testing.assert_array_equal(got.index, want.index)
@@ -86,7 +76,7 @@ def test_equals_plain_python_reference(rng):
     q = [" ".join(rng.choice(VOCAB, rng.integers(0, 6))) for _ in range(40)]
     r = [" ".join(rng.choice(VOCAB, rng.integers(0, 6))) for _ in range(300)]
     qs, rs = TokenSets.from_texts(q), TokenSets.from_texts(r)
-    got = stream_max_overlap(qs, _chunks((rs,), [1, 7, 30]), top_k=2)
+    got = stream_max_overlap(qs, chunked((rs,), [1, 7, 30]), top_k=2)
     want = ref.max_overlap([(ref.bag(ref.tokenize_wordpunct(t)),) for t in q],
                            [(ref.bag(ref.tokenize_wordpunct(t)),) for t in r], top_k=2)
     assert got.score.tolist() == [[s for s, _ in row] for row in want]
@@ -98,7 +88,7 @@ def test_ties_across_chunk_boundaries_go_to_the_lowest_row(index):
     refs = TokenSets.from_texts(["x y", "a b", "a b", "a b c", "a b", "a b"])
     queries = TokenSets.from_texts(["a b", "a b c", "z"])
     for size in (1, 2, 3):
-        got = stream_max_overlap(queries, _chunks((refs,), [size]), top_k=3, index=index,
+        got = stream_max_overlap(queries, chunked((refs,), [size]), top_k=3, index=index,
                                  min_score=0.5)
         want = overlap.max_overlap(queries, refs, top_k=3, min_score=0.5)
         np.testing.assert_array_equal(got.index, want.index)
@@ -113,7 +103,7 @@ def test_query_index_joins_in_slices(monkeypatch, rng, join_rows):
     q = TokenSets.from_texts([" ".join(rng.choice(VOCAB, rng.integers(1, 5))) for _ in range(30)])
     r = TokenSets.from_texts([" ".join(rng.choice(VOCAB, rng.integers(1, 5))) for _ in range(80)])
     for k in (1, 3):
-        got = stream_max_overlap(q, _chunks((r,), [11]), top_k=k, min_score=0.4,
+        got = stream_max_overlap(q, chunked((r,), [11]), top_k=k, min_score=0.4,
                                  index="queries")
         want = overlap.max_overlap(q, r, top_k=k, min_score=0.4)
         np.testing.assert_array_equal(got.score, want.score)
@@ -136,7 +126,7 @@ def test_auto_falls_back_to_the_chunk_index_when_the_join_lists_many_pairs():
 def test_same_result_for_every_thread_count(rng):
     q = TokenSets.from_ids(rng.integers(0, 400, (300, 12)))
     r = TokenSets.from_ids(rng.integers(0, 400, (5000, 12)))
-    runs = [stream_max_overlap(q, _chunks((r,), [1500]), top_k=2, n_threads=nt, index=how)
+    runs = [stream_max_overlap(q, chunked((r,), [1500]), top_k=2, n_threads=nt, index=how)
             for nt in (1, 2, 4) for how in ("chunk", "queries")]
     for res in runs[1:]:
         np.testing.assert_array_equal(res.score, runs[0].score)

@@ -16,20 +16,9 @@ from overlap import TokenSets
 from overlap._validation import MEASURES
 from overlap.stream import StreamMerger, scan_stream, stream_max_overlap
 from reference import overlap as ref
-from reference.helpers import as_arrays, build, collections, make_corpus, ref_units
+from reference.helpers import as_arrays, build, chunked, collections, make_corpus, ref_units
 
 SYMMETRIC = [m for m in MEASURES if m != "containment"]
-
-
-def _chunks(fields, sizes):
-    """Consecutive chunks of aligned fields, of the given sizes (cycled)."""
-    n = len(fields[0])
-    start = p = 0
-    while start < n:
-        stop = min(n, start + sizes[p % len(sizes)])
-        p += 1
-        yield tuple(f.take(np.arange(start, stop)) for f in fields)
-        start = stop
 
 
 def _index_choices(measure):
@@ -47,7 +36,7 @@ def test_streamed_search_equals_the_definition_for_any_chunking(measure, data, m
     rf = data.draw(collections(n_fields=len(qf)))
     index = data.draw(st.sampled_from(_index_choices(measure)))
     q, r = build(qf, multiset), build(rf, multiset)
-    got = stream_max_overlap(q, _chunks(r, sizes), top_k=top_k, min_score=min_score,
+    got = stream_max_overlap(q, chunked(r, sizes), top_k=top_k, min_score=min_score,
                              index=index, measure=measure)
     local = overlap.max_overlap(q, r, top_k=top_k, min_score=min_score, measure=measure)
     np.testing.assert_array_equal(got.score, local.score)
@@ -75,7 +64,7 @@ def test_streamed_search_of_a_corpus_equals_the_definition(corpus, measure, size
     q, r, uq, ur = corpus
     for min_score, index in [(0.0, "auto"), (0.5, "auto"), (0.6, "chunk")] + (
             [(0.5, "queries")] if measure != "containment" else []):
-        got = stream_max_overlap(q, _chunks((r,), sizes), top_k=2, min_score=min_score,
+        got = stream_max_overlap(q, chunked((r,), sizes), top_k=2, min_score=min_score,
                                  index=index, measure=measure, n_threads=n_threads)
         score, idx = as_arrays(ref.max_overlap(uq, ur, 2, min_score, measure), 2)
         np.testing.assert_array_equal(got.score, score, err_msg=f"{min_score}, {index}")
@@ -88,7 +77,7 @@ def test_symmetric_measures_search_chunks_with_the_query_index(corpus, measure):
     a symmetric measure, and used once the cut-off is high."""
     q, r, uq, ur = corpus
     merger = StreamMerger(q, min_score=0.5, index="auto", measure=measure)
-    for (chunk,) in _chunks((r,), [40]):
+    for (chunk,) in chunked((r,), [40]):
         merger.add(chunk)
     assert merger.chunks["queries"] > 0
     score, idx = as_arrays(ref.max_overlap(uq, ur, 1, 0.5, measure), 1)
@@ -99,7 +88,7 @@ def test_symmetric_measures_search_chunks_with_the_query_index(corpus, measure):
 def test_containment_searches_every_chunk_with_a_chunk_index(corpus):
     q, r, uq, ur = corpus
     merger = StreamMerger(q, min_score=0.5, measure="containment")
-    for (chunk,) in _chunks((r,), [40]):
+    for (chunk,) in chunked((r,), [40]):
         merger.add(chunk)
     assert merger.chunks == {"chunk": 7, "queries": 0}
     score, idx = as_arrays(ref.max_overlap(uq, ur, 1, 0.5, "containment"), 1)
