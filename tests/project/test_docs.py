@@ -162,7 +162,8 @@ def _env(cwd: Path, plain: bool = False) -> dict:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(path))
 
 
-_IMPORTS = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", re.M)
+# an import statement, in a script or after a doctest prompt
+_IMPORTS = re.compile(r"^\s*(?:(?:>>>|\.\.\.)\s+)?(?:from|import)\s+([A-Za-z_]\w*)", re.M)
 
 
 def _skip_missing_extras(text: str) -> None:

@@ -183,7 +183,8 @@ def test_a_rename_that_fails_puts_back_the_set(tmp_path, monkeypatch):
 
 
 @POSIX
-def test_ctrl_c_during_the_renames_waits_for_the_whole_set(tmp_path, monkeypatch):
+def test_ctrl_c_during_the_renames_waits_for_the_whole_set(tmp_path, monkeypatch,
+                                                          sigint_reaches_children):
     outs, a, b = _two_outputs(tmp_path)
     real_replace = os.replace
     sent = []
