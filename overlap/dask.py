@@ -67,8 +67,11 @@ def shard_bounds(n: int, n_shards: int) -> list[tuple[int, int]]:
 
 
 def _workers(client: Any) -> list[tuple[str, int]]:
-    info = client.scheduler_info().get("workers", {})
-    ws = sorted((addr, int(w.get("nthreads", 1))) for addr, w in info.items())
+    # ``Client.nthreads()`` asks the scheduler and returns its answer. Not
+    # ``scheduler_info()``: distributed (2025+) returns a cached identity there,
+    # which the client's periodic refresh can overwrite with a worker-less one
+    # between the fetch and the return (seen as "no workers" under load).
+    ws = sorted((str(addr), int(k)) for addr, k in client.nthreads().items())
     if not ws:
         raise ValueError("client: the cluster has no workers")
     return ws

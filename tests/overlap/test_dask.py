@@ -119,6 +119,17 @@ def test_progress_counts_shards(client, rng):
     assert seen == [(1, 3), (2, 3), (3, 3)]
 
 
+def test_workers_come_from_the_scheduler_not_the_cached_identity(client, rng, monkeypatch):
+    """distributed's ``scheduler_info()`` returns a cached identity that its
+    periodic refresh may replace with a worker-less one at any moment (a CI run
+    failed on "no workers" that way); the plan must not read it."""
+    a = [token_sets(rng, 40)]
+    monkeypatch.setattr(client, "scheduler_info", lambda *args, **kw: {"workers": {}})
+    plan = odask._plan(client, 40, None, None)
+    assert sorted({p[2] for p in plan}) == sorted(client.nthreads())
+    assert_same(odask.max_overlap(a, client=client), overlap.max_overlap(a))
+
+
 @pytest.mark.slow
 def test_process_workers_with_nanny_environment(rng, monkeypatch):
     """Nannies set OMP_NUM_THREADS=1; the kernels get n_threads explicitly anyway."""
