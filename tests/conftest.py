@@ -64,3 +64,15 @@ def dailydialog_dir(shared_data):
     if not (d / "dialogues_train.txt").is_file():
         pytest.skip(f"DailyDialog files not found in {d}")
     return d
+
+
+@pytest.fixture(scope="session")
+def dask_client():
+    """A Client of one in-process LocalCluster (two single-thread workers) that
+    every Dask test of the run shares; skipped without the dask extra."""
+    distributed = pytest.importorskip(
+        "distributed", reason="overlap.dask needs the dask extra: pip install 'overlap-metrics[dask]'")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster:
+        with distributed.Client(cluster) as client:
+            yield client

@@ -14,12 +14,9 @@ from overlap import TokenSets  # noqa: E402
 from overlap import dask as odask  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
+@pytest.fixture
+def client(dask_client):
+    return dask_client
 
 
 def token_sets(rng, n, vocab=25, max_len=6, dup_every=7):

@@ -23,12 +23,9 @@ from reference import overlap as ref  # noqa: E402
 SYMMETRIC = [m for m in MEASURES if m != "containment"]
 
 
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster:
-        with distributed.Client(cluster) as c:
-            yield c
+@pytest.fixture
+def client(dask_client):
+    return dask_client
 
 
 @pytest.fixture(scope="module")

@@ -305,10 +305,7 @@ def test_rules_document_their_source():
 
 
 # ------------------------------------------------------------------- dask
-def test_dask_equals_local(rng, tmp_path):
-    distributed = pytest.importorskip(
-        "distributed", reason="overlap.dask needs the dask extra: pip install "
-                              "'overlap-metrics[dask]'")
+def test_dask_equals_local(rng, tmp_path, dask_client):
     from overlap import dask as odask
 
     ev, corpus = planted(rng)
@@ -321,11 +318,8 @@ def test_dask_equals_local(rng, tmp_path):
     groups = [i % 3 for i in range(len(ev))]
     kw = dict(ngram=(2, 13), rules=["any", "palm", "llama2"], tokenizer="intl", chunk_rows=5)
     local = contamination(ev, str(tmp_path), groups=groups, **kw)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0") as cluster:
-        with distributed.Client(cluster) as client:
-            remote = odask.contamination(ev, str(tmp_path), client=client, groups=groups,
-                                         n_threads=2, **kw)
+    remote = odask.contamination(ev, str(tmp_path), client=dask_client, groups=groups,
+                                 n_threads=2, **kw)
     for n in (2, 8, 11, 13):
         for key in ("n_ngrams", "n_found", "covered", "longest_run", "first_row"):
             np.testing.assert_array_equal(getattr(remote.stats[n], key),

@@ -382,23 +382,19 @@ def test_memory_bounded_for_a_generated_stream(rng):
 
 
 # --------------------------------------------------------------------- dask
-def test_dask_streams_shards_on_workers(tmp_path):
-    pytest.importorskip("distributed", reason="dask[distributed] is not installed")
-    from distributed import Client, LocalCluster
-
+def test_dask_streams_shards_on_workers(tmp_path, dask_client):
     import overlap.dask as odask
 
     for i, part in enumerate([CORPUS[:3], CORPUS[3:4], CORPUS[4:]]):
         _write(str(tmp_path / f"s{i}.jsonl"), "jsonl", part)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                      dashboard_address=None) as cluster, Client(cluster) as client:
-        for k in (1, 2):
-            got = odask.scan_stream(EVAL, tmp_path, client=client, top_k=k, chunk_rows=2,
-                                    tokenizer="intl")
-            want = scan_stream(EVAL, tmp_path, top_k=k, chunk_rows=2, tokenizer="intl")
-            np.testing.assert_array_equal(got.score, want.score)
-            np.testing.assert_array_equal(got.index, want.index)
-            assert got.match == want.match
-            assert got.n_references == len(CORPUS)
-        with pytest.raises(ValueError, match="min_score"):
-            odask.scan_stream(EVAL, tmp_path, client=client, min_score=2.0)
+    client = dask_client
+    for k in (1, 2):
+        got = odask.scan_stream(EVAL, tmp_path, client=client, top_k=k, chunk_rows=2,
+                                tokenizer="intl")
+        want = scan_stream(EVAL, tmp_path, top_k=k, chunk_rows=2, tokenizer="intl")
+        np.testing.assert_array_equal(got.score, want.score)
+        np.testing.assert_array_equal(got.index, want.index)
+        assert got.match == want.match
+        assert got.n_references == len(CORPUS)
+    with pytest.raises(ValueError, match="min_score"):
+        odask.scan_stream(EVAL, tmp_path, client=client, min_score=2.0)
