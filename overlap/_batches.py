@@ -30,11 +30,14 @@ same, and a bad line raises the stdlib reader's error naming file and line.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import io
 import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -44,14 +47,15 @@ from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
                        open_records, text_records)
 
-__all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine"]
+__all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine",
+           "reader_engine"]
 
 #: Reading engines (see the module notes).
 ENGINES = ("auto", "arrow", "python")
 #: Environment variable that picks the engine when none is passed.
 ENGINE_VARIABLE = "OVERLAP_READER"
 #: Formats the arrow engine reads itself.
-ARROW_FORMATS = ("jsonl", "text", "parquet")
+ARROW_FORMATS = ("jsonl", "text", "parquet", "csv", "tsv")
 #: Bytes of a line file read at a time (a block then ends at its last newline); 2 MiB:
 #: larger blocks were no faster and raised the peak memory of a scan (16 MiB: +100 MB).
 BLOCK_BYTES = 2 << 20
@@ -86,20 +90,45 @@ def _have_pyarrow() -> bool:
     return True
 
 
+_ENGINE: contextvars.ContextVar[str | None] = contextvars.ContextVar("overlap_reader_engine",
+                                                                  default=None)
+
+
+@contextlib.contextmanager
+def reader_engine(engine: str | None) -> Iterator[None]:
+    """Within the block, files are read with ``engine`` when a reader is given
+    none (the command line's ``--engine``; None: unchanged).  It comes before
+    the environment variable :data:`ENGINE_VARIABLE`."""
+    if engine is None:
+        yield
+        return
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    token = _ENGINE.set(engine)
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
 def choose_engine(engine: str | None, fmt: str) -> str:
-    """``"arrow"`` or ``"python"``: the engine that reads a ``fmt`` file."""
+    """``"arrow"`` or ``"python"``: the engine that reads a ``fmt`` file.
+
+    ``engine`` when given, else the one set by :func:`reader_engine`, else the
+    environment variable :data:`ENGINE_VARIABLE`, else ``"auto"``."""
+    where = "engine"
+    if engine is None:
+        engine = _ENGINE.get()
     if engine is None:
         engine = os.environ.get(ENGINE_VARIABLE) or "auto"
         where = f"the environment variable {ENGINE_VARIABLE}"
-    else:
-        where = "engine"
     if engine not in ENGINES:
         raise ValueError(f"{where} must be one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "arrow":
         require("pyarrow", "dataframe", "the arrow reader (engine='arrow')")
     elif engine == "auto":
         engine = "arrow" if _have_pyarrow() else "python"
-    if fmt not in ARROW_FORMATS and fmt != "parquet":
+    if fmt not in ARROW_FORMATS:
         return "python"
     return engine
 
@@ -124,6 +153,9 @@ def read_batches(path: str, fmt: str, fields: Sequence[str], *, turns: int = 1,
         return _line_batches(path, fields, max_line_bytes, block_bytes, _text_block)
     if how == "arrow" and fmt == "parquet":
         return _parquet_batches(path, fields)
+    if how == "arrow" and fmt in ("csv", "tsv"):
+        from ._arrow_csv import csv_batches
+        return csv_batches(path, fmt, fields, max_line_bytes, block_bytes)
     return _python_batches(path, fmt, fields, turns, max_line_bytes, how == "arrow",
                            max(1, batch_rows))
 
@@ -159,6 +191,26 @@ def _from_rows(rows, fields, nbytes, as_arrow) -> Batch:
 
 
 # ------------------------------------------------------------------ line blocks
+class _Chained(io.RawIOBase):
+    """Bytes held, then the rest of a stream (not closed with this one)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self.head, self.at, self.stream = head, 0, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        if self.at < len(self.head):
+            n = min(len(buf), len(self.head) - self.at)
+            buf[:n] = self.head[self.at:self.at + n]
+            self.at += n
+            return n
+        data = self.stream.read(len(buf))
+        buf[:len(data)] = data
+        return len(data)
+
+
 class Blocks:
     """Blocks of whole lines of a (possibly gzip) file: ``(block, lines_before)``.
 
@@ -172,6 +224,7 @@ class Blocks:
         self.stream = open_binary(path)
         self.raw = getattr(self.stream, "fileobj", None) or self.stream
         self.mark = 0
+        self.pending: list[bytes] = []
 
     def consumed(self) -> int:
         pos = self.raw.tell()
@@ -186,29 +239,38 @@ class Blocks:
 
     def __iter__(self) -> Iterator[tuple[bytes, int]]:
         line = 0
-        pending: list[bytes] = []
+        self.pending = []  # bytes read after the last newline
         held = 0
         while True:
             data = self.stream.read(self.size)
             if not data:
                 if held:
-                    tail = b"".join(pending)
+                    tail = b"".join(self.pending)
+                    self.pending = []
                     self._check_lengths(tail, line)
                     yield tail, line
                 return
             cut = data.rfind(b"\n")
             if cut < 0:
-                pending.append(data)
+                self.pending.append(data)
                 held += len(data)
                 if held > self.limit:  # a line (the first of these bytes) is too long
                     raise too_long(self.path, line + 1, self.limit)
                 continue
+            pending = self.pending
             block = b"".join([*pending, data[:cut + 1]]) if pending else data[:cut + 1]
             rest = data[cut + 1:]
-            pending, held = ([rest], len(rest)) if rest else ([], 0)
+            self.pending, held = ([rest], len(rest)) if rest else ([], 0)
             self._check_lengths(block, line)
             yield block, line
             line += block.count(b"\n")
+
+    def rest(self, head: bytes) -> IO[bytes]:
+        """``head`` (the last block yielded, or blocks from there on), then the
+        bytes of the file not yielded yet: the stdlib reader reads the rest of
+        the file from there."""
+        return io.BufferedReader(_Chained(b"".join([head, *self.pending]), self.stream),
+                                 1 << 16)
 
     def _check_lengths(self, block: bytes, line: int) -> None:
         """The stdlib rule: a line holds at most ``limit`` bytes besides its newline."""
