@@ -8,14 +8,16 @@ field checked to be a string in every row.  Two engines give the same rows:
     The stdlib readers of :mod:`overlap._readers` (one record a line, Python
     ``str`` values; the columns are lists).
 ``"arrow"``
-    JSONL, plain text and Parquet read by pyarrow (``pyarrow.json`` on blocks
-    of whole lines, numpy on the newlines of a text block, Parquet record
-    batches), handing back ``pyarrow.large_string`` arrays with no Python
-    object per row.  CSV, TSV and DailyDialog are read by the stdlib readers
-    (their columns are converted to Arrow arrays).
+    JSONL, plain text, CSV, TSV and Parquet read by pyarrow (``pyarrow.json``
+    on blocks of whole lines, numpy on the newlines of a text block,
+    ``pyarrow.csv`` on blocks of whole records (:mod:`overlap._arrow_csv`),
+    Parquet record batches), handing back ``pyarrow.large_string`` arrays
+    with no Python object per row.  DailyDialog is read by the stdlib reader.
 ``"auto"`` (default)
-    ``"arrow"`` when pyarrow is installed, else ``"python"``; the environment
-    variable ``OVERLAP_READER`` (``python`` or ``arrow``) overrides it.
+    ``"arrow"`` when pyarrow is installed, else ``"python"``.  A reader given
+    no engine takes the one set by :func:`reader_engine` (the command line's
+    ``--engine``), else the environment variable ``OVERLAP_READER``
+    (``python`` or ``arrow``), else ``"auto"``.
 
 Line files are cut into blocks of whole lines (:data:`BLOCK_BYTES`, grown
 until a newline when a line is longer, up to the line limit).  The arrow
@@ -26,6 +28,9 @@ nesting deep enough for Python's parser to refuse it), and every field a
 string.  Any other block (a bad line, a blank line, a null, a number) is read
 by the stdlib reader from the same bytes and line number: the rows are the
 same, and a bad line raises the stdlib reader's error naming file and line.
+A CSV or TSV record may span lines (a quoted newline), so a block that is not
+plain CSV hands the rest of the file to the stdlib reader
+(:mod:`overlap._arrow_csv`).
 """
 
 from __future__ import annotations
@@ -75,7 +80,7 @@ _TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
 class Batch:
     """Consecutive rows of a file: ``columns`` (field -> list of str or
     ``pyarrow.large_string`` array), ``n_rows``, and ``nbytes`` of the file
-    (compressed bytes for ``.gz``) consumed for them."""
+    (compressed bytes for ``.gz`` and ``.zst``) consumed for them."""
 
     columns: dict
     n_rows: int
@@ -212,7 +217,7 @@ class _Chained(io.RawIOBase):
 
 
 class Blocks:
-    """Blocks of whole lines of a (possibly gzip) file: ``(block, lines_before)``.
+    """Blocks of whole lines of a (possibly compressed) file: ``(block, lines_before)``.
 
     A block ends at a newline (or the end of the file); a line longer than
     the limit raises the stdlib reader's error (file and line) before more
