@@ -30,6 +30,7 @@ the rows and the errors (file and line) are the stdlib reader's.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,9 +38,10 @@ import numpy as np
 
 from ._batches import (_BOM, PYTHON_BATCH, Batch, Blocks, _from_rows, _record_batches,
                        _valid_utf8)
+from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
-__all__ = ["csv_batches", "plain_records", "RECORD_BLOCKS"]
+__all__ = ["csv_batches", "csv_table", "plain_records", "RECORD_BLOCKS"]
 
 #: Blocks a quoted field may span before the rest of the file goes to the stdlib
 #: reader (which bounds the bytes held by the line limit only).
@@ -134,47 +136,87 @@ def plain_records(block: bytes, delimiter: str) -> np.ndarray | None:
     return nl
 
 
-def _count_records(a: np.ndarray, ends: np.ndarray) -> int:
-    """Records of a plain block whose records end at ``ends`` (empty lines are none)."""
+def _records(a: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(starts, stops)`` of the records of a plain block whose records end at
+    ``ends`` (newlines outside quotes), empty lines left out (they are no record);
+    a last record with no newline stops at the end of the block."""
     size = a.size
     starts = np.r_[0, ends + 1]
-    starts = starts[starts < size]
+    stops = np.r_[ends, size]
+    keep = starts < size
+    starts, stops = starts[keep], stops[keep]
     first = a[starts]
     second = a[np.minimum(starts + 1, size - 1)]
     empty = (first == _LF) | ((first == _CR) & (starts + 1 < size) & (second == _LF))
-    return int(starts.size - np.count_nonzero(empty))
+    return starts[~empty], stops[~empty]
 
 
 def _arrow_block(block: bytes, before: int, delimiter: str, header: list[str],
-                 fields: list[str]) -> dict | None:
-    """The ``fields`` of a block parsed by pyarrow, or None when it is not plain."""
+                 fields: list[str], lines: bool = False) -> Any:
+    """The ``fields`` of a block parsed by pyarrow, or None when it is not plain.
+
+    ``lines``: also the line of each row, the stdlib reader's (where its record
+    ends): ``(columns, lines)``."""
     if before == 0 and block.startswith(_BOM):
         block = block[3:]
     ends = plain_records(block, delimiter)
     if ends is None or not _valid_utf8(block):
         return None
-    if before == 0:  # the header record, read by the stdlib reader already
-        a = np.frombuffer(block, np.uint8)
-        if not ends.size or _count_records(a[:ends[0] + 1], ends[:0]) != 1:
-            return None
-        block = block[ends[0] + 1:]
-        ends = ends[1:] - (ends[0] + 1)
-    if block.startswith(_BOM):  # pyarrow would drop it, the stdlib keeps it
-        return None
     a = np.frombuffer(block, np.uint8)
-    n = _count_records(a, ends)
-    if n == 0:
-        return {f: _empty() for f in fields}
-    table = _parse(block, delimiter, header, fields)
-    if table is None or table.num_rows != n:
-        return None
-    cols = {}
-    for f in fields:
-        col = table.column(f)
-        if col.null_count:
+    starts, stops = _records(a, ends)
+    body = block
+    if before == 0:  # the header record, read by the stdlib reader already
+        if not starts.size or starts[0] != 0:
             return None
-        cols[f] = col.combine_chunks()
-    return cols
+        body = block[stops[0] + 1:]
+        starts, stops = starts[1:], stops[1:]
+    if body.startswith(_BOM):  # pyarrow would drop it, the stdlib keeps it
+        return None
+    if not starts.size:
+        cols = {f: _empty() for f in fields}
+    else:
+        table = _parse(body, delimiter, header, fields)
+        if table is None or table.num_rows != starts.size:
+            return None
+        cols = {}
+        for f in fields:
+            col = table.column(f)
+            if col.null_count:
+                return None
+            cols[f] = col.combine_chunks()
+    if not lines:
+        return cols
+    newlines = np.flatnonzero(a == _LF)
+    return cols, (before + 1 + np.searchsorted(newlines, stops)).tolist()
+
+
+def csv_table(path: str, fmt: str, limit: int | None, progress: Any,
+              block_bytes: int) -> tuple[dict, list[int]] | None:
+    """A whole CSV or TSV file as columns of str and the line of each row, read
+    by pyarrow; None when a block is not plain (the caller then reads the file
+    with the stdlib reader, which also raises the errors)."""
+    delimiter = "," if fmt == "csv" else "\t"
+    src = open_records(path, fmt, max_line_bytes=limit)
+    header = list(src.columns or ())
+    src.close(False)
+    cols: dict[str, list] = {h: [] for h in header}
+    rows: list[int] = []
+    blocks = Blocks(path, limit, block_bytes)
+    bar = make_progress(progress, os.path.getsize(path), "read", unit="B")
+    try:
+        for block, before in _record_blocks(blocks, RECORD_BLOCKS * blocks.size):
+            part = _arrow_block(block, before, delimiter, header, header, lines=True)
+            if part is None:
+                return None
+            for h in header:
+                cols[h] += part[0][h].to_pylist()
+            rows += part[1]
+            bar.update(blocks.consumed())  # a block taken (one handed back is not reported)
+        bar.update(blocks.consumed())
+    finally:
+        blocks.close()
+        bar.close()
+    return cols, rows
 
 
 def _empty() -> Any:

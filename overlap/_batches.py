@@ -456,25 +456,30 @@ _TABLE_TYPES = ("string", "large_string", "int64", "bool")
 def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
                      max_line_bytes: int | None = None, engine: str | None = None,
                      progress: Any = False) -> tuple[dict, list[int]] | None:
-    """A whole JSONL or text file as columns of Python values, read by pyarrow.
+    """A whole JSONL, text, CSV or TSV file as columns of Python values, read by pyarrow.
 
     Returns ``(columns, line of each row)``, the same as the stdlib reader's
     table, or None when the arrow reader is not used or cannot show that it
     is the same: then the caller reads the file with the stdlib reader (which
-    also raises the errors).  A JSONL file is taken only when every block is
+    also raises the errors).  A CSV or TSV file is taken when every block is
+    plain CSV (:mod:`overlap._arrow_csv`).  A JSONL file is taken only when every block is
     plain (module notes), no value is null or missing, every column holds
     strings, integers or booleans, and ``fields`` are strings.  ``progress``:
     as the stdlib reader's, bytes of the file read (when the file is handed
     back, the caller's progress must ignore the stdlib reader's reports of
     bytes already reported: ``overlap.pipeline.tables`` does).
     """
-    if fmt not in ("jsonl", "text") or choose_engine(engine, fmt) != "arrow":
+    if fmt not in ("jsonl", "text", "csv", "tsv") or choose_engine(engine, fmt) != "arrow":
         return None
-    cols: dict[str, list] = {}
-    lines: list[int] = []
     size = os.path.getsize(path)
     # blocks of an eighth of the file (64 KiB to BLOCK_BYTES): progress along the way
-    blocks = Blocks(path, max_line_bytes, min(BLOCK_BYTES, max(1 << 16, size // 8)))
+    block_bytes = min(BLOCK_BYTES, max(1 << 16, size // 8))
+    if fmt in ("csv", "tsv"):
+        from ._arrow_csv import csv_table
+        return csv_table(path, fmt, max_line_bytes, progress, block_bytes)
+    cols: dict[str, list] = {}
+    lines: list[int] = []
+    blocks = Blocks(path, max_line_bytes, block_bytes)
     bar = make_progress(progress, size, "read", unit="B")
     try:
         for block, before in blocks:

@@ -142,3 +142,63 @@ def test_an_open_quote_spanning_many_blocks_goes_to_the_stdlib_reader(tmp_path):
     _write(path, b"id,text\n1,a\n" + _record(["2", long], ",", False) + b"3,b\n")
     got = _same(path, ["text"], 16)
     assert [r[0] for r in got[1]] == ["a", long, "b"]
+
+
+# ------------------------------------------------------------ whole files
+def _whole(path, engine, fields):
+    from overlap.pipeline.tables import read_fields, read_table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OVERLAP_READER", engine)
+        out = []
+        for read in (lambda: read_table(path), lambda: read_fields(path, fields)):
+            try:
+                out.append(("ok", read()))
+            except ValueError as e:
+                out.append(("error", str(e)))
+        return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=st.lists(st.tuples(value, value), max_size=12),
+       raw=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(RAW)), max_size=1),
+       tsv=st.booleans(), crlf=st.booleans(), bom=st.booleans(),
+       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]))
+def test_whole_csv_tables_equal_the_stdlib_reader(tmp_path_factory, rows, raw, tsv, crlf, bom,
+                                                  block, fields):
+    from overlap._readers import open_records
+
+    delimiter = "\t" if tsv else ","
+    records = [_record(["id", "text"], delimiter, crlf)]
+    records += [_record([a, b], delimiter, crlf) for a, b in rows]
+    for at, line in raw:
+        records.insert(min(at + 1, len(records)), line + b"\n")
+    path = str(tmp_path_factory.mktemp("w") / ("f.tsv" if tsv else "f.csv"))
+    _write(path, (b"\xef\xbb\xbf" if bom else b"") + b"".join(records))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "BLOCK_BYTES", block)
+        assert _whole(path, "arrow", fields) == _whole(path, "python", fields)
+        fast = _batches.read_whole_table(path, "tsv" if tsv else "csv", engine="arrow")
+    if fast is not None:  # the line of each row is the stdlib reader's
+        src = open_records(path, "tsv" if tsv else "csv")
+        want = list(src)
+        src.close()
+        assert fast[1] == [n for n, _ in want]
+        assert [tuple(fast[0][c][i] for c in fast[0]) for i in range(len(want))] == [
+            tuple(rec.values()) for _, rec in want]
+
+
+def test_whole_csv_table_is_read_by_pyarrow(tmp_path, monkeypatch):
+    from overlap.pipeline.tables import read_fields
+
+    path = str(tmp_path / "w.csv")
+    _write(path, b'id,text\n1,"a\nb"\n\n2,007\n')
+    calls = []
+    real = _arrow_csv._arrow_block
+    monkeypatch.setattr(_arrow_csv, "_arrow_block",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    monkeypatch.setenv("OVERLAP_READER", "arrow")
+    cols, table = read_fields(path, ["text"])
+    assert calls and cols == [["a\nb", "007"]] and table == {"id": ["1", "2"],
+                                                           "text": ["a\nb", "007"]}
+    assert _batches.read_whole_table(path, "csv", engine="arrow")[1] == [3, 5]
