@@ -1,7 +1,7 @@
 """CSV and TSV read by pyarrow, block by block, only where the stdlib reader agrees.
 
 The arrow engine of :mod:`overlap._batches` reads a CSV or TSV file in blocks
-of whole records: blocks of whole lines (:class:`overlap._batches.Blocks`)
+of whole records: blocks of whole lines (:class:`overlap._line_blocks.Blocks`)
 joined until their count of ``"`` is even, so that no block ends inside a
 quoted field (a quoted field may hold newlines).  pyarrow parses a block
 (``pyarrow.csv``, every column a string: ``"007"`` stays ``"007"``, an empty
@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._batches import (_BOM, PYTHON_BATCH, Batch, Blocks, _from_rows, _record_batches,
-                       _valid_utf8)
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, from_rows, record_batches,
+                           valid_utf8)
 from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
@@ -87,13 +87,13 @@ def _batches(path, delimiter, header, fields, limit, block_bytes) -> Iterator[Ba
             if cols is None:  # this block and the rest of the file: the stdlib reader
                 lines = Lines(path, limit, stream=blocks.rest(block), first_line=before)
                 recs = csv_records(lines, delimiter, None if before == 0 else header)
-                yield from _record_batches(Records(path, iter(recs), recs.columns,
+                yield from record_batches(Records(path, iter(recs), recs.columns,
                                                    blocks.consumed, recs.close),
                                            fields, True, PYTHON_BATCH)
                 return
             n = len(cols[fields[0]])
             yield Batch(cols, n, blocks.consumed())
-        yield _from_rows([], fields, blocks.consumed(), True)
+        yield from_rows([], fields, blocks.consumed(), True)
     finally:
         blocks.close()
 
@@ -157,10 +157,10 @@ def _arrow_block(block: bytes, before: int, delimiter: str, header: list[str],
 
     ``lines``: also the line of each row, the stdlib reader's (where its record
     ends): ``(columns, lines)``."""
-    if before == 0 and block.startswith(_BOM):
+    if before == 0 and block.startswith(BOM):
         block = block[3:]
     ends = plain_records(block, delimiter)
-    if ends is None or not _valid_utf8(block):
+    if ends is None or not valid_utf8(block):
         return None
     a = np.frombuffer(block, np.uint8)
     starts, stops = _records(a, ends)
@@ -170,7 +170,7 @@ def _arrow_block(block: bytes, before: int, delimiter: str, header: list[str],
             return None
         body = block[stops[0] + 1:]
         starts, stops = starts[1:], stops[1:]
-    if body.startswith(_BOM):  # pyarrow would drop it, the stdlib keeps it
+    if body.startswith(BOM):  # pyarrow would drop it, the stdlib keeps it
         return None
     if not starts.size:
         cols = {f: _empty() for f in fields}
