@@ -120,16 +120,25 @@ def uncompressed_name(path: str) -> str:
 
 
 class _Inflating(io.RawIOBase):
-    """The inflated bytes of a compressed stream (``read(n)``), as a raw stream."""
+    """The inflated bytes of a compressed stream (``read(n)``), as a raw stream;
+    a file the decoder refuses (truncated, not Zstandard) is a ValueError
+    naming it."""
 
-    def __init__(self, inflater: Any) -> None:
-        self._inflater = inflater
+    def __init__(self, inflater: Any, path: str, check_end: Any = None) -> None:
+        self._inflater, self._path, self._check_end = inflater, path, check_end
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buf: Any) -> int:
-        data = self._inflater.read(len(buf))
+        try:
+            data = self._inflater.read(len(buf))
+        except Exception as e:  # pyarrow's OSError, zstandard's ZstdError
+            raise ValueError(f"{self._path}: cannot inflate this Zstandard file: "
+                             f"{str(e) or type(e).__name__}") from None
+        if not data and self._check_end is not None:
+            check, self._check_end = self._check_end, None
+            check()
         n = len(data)
         buf[:n] = data
         return n
@@ -146,6 +155,48 @@ class InflatedReader(io.BufferedReader):
     (its position: the compressed bytes read), as for ``gzip.GzipFile``."""
 
     fileobj: IO[bytes]
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_FCS_BYTES = (0, 2, 4, 8)
+_DID_BYTES = (0, 1, 2, 4)
+
+
+def check_zstd_frames(path: str) -> None:
+    """Refuse a Zstandard file whose frames do not end exactly at its end.
+
+    The ``zstandard`` package's reader ends quietly at a truncated frame; this
+    walk of the frame and block headers (RFC 8878), seeking over the block
+    contents, finds it."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        def take(n: int) -> bytes:
+            b = f.read(n)
+            if len(b) != n:
+                raise ValueError(f"{path}: cannot inflate this Zstandard file: it is truncated")
+            return b
+
+        while f.tell() < size:
+            magic = int.from_bytes(take(4), "little")
+            if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame
+                f.seek(int.from_bytes(take(4), "little"), os.SEEK_CUR)
+                continue
+            if magic != _ZSTD_MAGIC:
+                raise ValueError(f"{path}: cannot inflate this Zstandard file: a frame "
+                                 f"at byte {f.tell() - 4} has no Zstandard magic number")
+            fhd = take(1)[0]
+            single = (fhd >> 5) & 1
+            fcs = _FCS_BYTES[fhd >> 6] or single
+            take((0 if single else 1) + _DID_BYTES[fhd & 3] + fcs)
+            last = 0
+            while not last:
+                h = int.from_bytes(take(3), "little")
+                last, kind = h & 1, (h >> 1) & 3
+                f.seek(1 if kind == 1 else h >> 3, os.SEEK_CUR)
+            if (fhd >> 2) & 1:
+                f.seek(4, os.SEEK_CUR)
+        if f.tell() != size:
+            raise ValueError(f"{path}: cannot inflate this Zstandard file: it is truncated")
 
 
 def _open_zstd(raw: IO[bytes], path: str) -> tuple[Any, Any]:
@@ -169,6 +220,16 @@ def _open_zstd(raw: IO[bytes], path: str) -> tuple[Any, Any]:
                                                            closefd=False)
 
 
+def _zstd_end_check(path: str) -> Any:
+    """What checks the end of a ``.zst`` file: nothing for pyarrow's decoder
+    (it refuses a truncated frame), the frame walk for zstandard's."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return lambda: check_zstd_frames(path)
+    return None
+
+
 def open_binary(path: str) -> IO[bytes]:
     """``path`` opened for reading bytes, inflated when its name ends in ``.gz``
     or ``.zst`` (Zstandard: pyarrow or the ``zstandard`` package inflates it).
@@ -182,7 +243,8 @@ def open_binary(path: str) -> IO[bytes]:
         if path.endswith(".zst"):
             file, inflater = _open_zstd(raw, path)
             try:
-                reader = InflatedReader(_Inflating(inflater), ZSTD_BUFFER)
+                reader = InflatedReader(_Inflating(inflater, path, _zstd_end_check(path)),
+                                        ZSTD_BUFFER)
             except BaseException:
                 file.close()
                 raise

@@ -166,3 +166,39 @@ def test_zstandard_alone_reads_every_frame(tmp_path, monkeypatch):
     with open_binary(path) as f:
         assert f.read() == data
     assert _rows(path, ["text", "id"], "python") == want
+
+
+@needs_zstd
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("damage", ["truncated", "not zstd"])
+def test_a_damaged_zst_is_an_error_naming_the_file(tmp_path, engine, damage):
+    data = ref.zstd_compress(b"".join(b"line %d\n" % i for i in range(20000)))
+    data = data[:len(data) // 2] if damage == "truncated" else b"plain text, not zstd\n"
+    path = str(tmp_path / "d.text.zst")
+    with open(path, "wb") as f:
+        f.write(data)
+    with pytest.raises(ValueError, match=r"d\.text\.zst: cannot inflate this Zstandard file"):
+        list(read_chunks(path, engine=engine))
+
+
+@pytest.mark.skipif(not HAVE_ZSTANDARD, reason="the zstandard package is not installed")
+@pytest.mark.parametrize("checksum", [False, True])
+def test_zstandard_alone_refuses_a_truncated_file(tmp_path, monkeypatch, checksum):
+    import zstandard as zstd
+
+    data = b"".join(b"line %d\n" % i for i in range(50000))
+    whole = (zstd.ZstdCompressor(write_checksum=checksum).compress(data[:1000])
+             + zstd.ZstdCompressor(write_checksum=checksum, write_content_size=False)
+             .compress(data[1000:]))
+    _without(monkeypatch, "pyarrow")
+    for name, blob in (("whole.text.zst", whole), ("cut.text.zst", whole[:-3]),
+                       ("half.text.zst", whole[:len(whole) // 2])):
+        path = str(tmp_path / name)
+        with open(path, "wb") as f:
+            f.write(blob)
+        if blob is whole:
+            with open_binary(path) as f:
+                assert f.read() == data
+            continue
+        with pytest.raises(ValueError, match=rf"{name}: cannot inflate this Zstandard file"):
+            list(read_chunks(path, engine="python"))
