@@ -132,7 +132,7 @@ class Lines:
         if block is not None or stream is not None:
             # lines of a block cut from the file, or of the rest of the file from a
             # block on (``stream``): the arrow reader's hand-over
-            self.stream = self.raw = io.BytesIO(block) if stream is None else stream
+            self.stream = self.raw = io.BytesIO(block or b"") if stream is None else stream
             self.read = LineProgress(False, self.raw, 0, "read")
         else:
             self.stream = open_binary(path)
