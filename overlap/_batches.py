@@ -8,14 +8,16 @@ field checked to be a string in every row.  Two engines give the same rows:
     The stdlib readers of :mod:`overlap._readers` (one record a line, Python
     ``str`` values; the columns are lists).
 ``"arrow"``
-    JSONL, plain text and Parquet read by pyarrow (``pyarrow.json`` on blocks
-    of whole lines, numpy on the newlines of a text block, Parquet record
-    batches), handing back ``pyarrow.large_string`` arrays with no Python
-    object per row.  CSV, TSV and DailyDialog are read by the stdlib readers
-    (their columns are converted to Arrow arrays).
+    JSONL, plain text, CSV, TSV and Parquet read by pyarrow (``pyarrow.json``
+    on blocks of whole lines, numpy on the newlines of a text block,
+    ``pyarrow.csv`` on blocks of whole records (:mod:`overlap._arrow_csv`),
+    Parquet record batches), handing back ``pyarrow.large_string`` arrays
+    with no Python object per row.  DailyDialog is read by the stdlib reader.
 ``"auto"`` (default)
-    ``"arrow"`` when pyarrow is installed, else ``"python"``; the environment
-    variable ``OVERLAP_READER`` (``python`` or ``arrow``) overrides it.
+    ``"arrow"`` when pyarrow is installed, else ``"python"``.  A reader given
+    no engine takes the one set by :func:`reader_engine` (the command line's
+    ``--engine``), else the environment variable ``OVERLAP_READER``
+    (``python`` or ``arrow``), else ``"auto"``.
 
 Line files are cut into blocks of whole lines (:data:`BLOCK_BYTES`, grown
 until a newline when a line is longer, up to the line limit).  The arrow
@@ -26,56 +28,48 @@ nesting deep enough for Python's parser to refuse it), and every field a
 string.  Any other block (a bad line, a blank line, a null, a number) is read
 by the stdlib reader from the same bytes and line number: the rows are the
 same, and a bad line raises the stdlib reader's error naming file and line.
+A CSV or TSV record may span lines (a quoted newline), so a block that is not
+plain CSV hands the rest of the file to the stdlib reader
+(:mod:`overlap._arrow_csv`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._lines import max_line_bytes, open_binary, too_long
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, from_rows, record_batches,
+                           valid_utf8)
 from ._optional import require
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
                        open_records, text_records)
 
-__all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine"]
+__all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine",
+           "reader_engine"]
 
 #: Reading engines (see the module notes).
 ENGINES = ("auto", "arrow", "python")
 #: Environment variable that picks the engine when none is passed.
 ENGINE_VARIABLE = "OVERLAP_READER"
 #: Formats the arrow engine reads itself.
-ARROW_FORMATS = ("jsonl", "text", "parquet")
+ARROW_FORMATS = ("jsonl", "text", "parquet", "csv", "tsv")
 #: Bytes of a line file read at a time (a block then ends at its last newline); 2 MiB:
 #: larger blocks were no faster and raised the peak memory of a scan (16 MiB: +100 MB).
 BLOCK_BYTES = 2 << 20
-#: Rows of a stdlib-read file per batch.
-PYTHON_BATCH = 8192
 #: Parquet rows per record batch.
 PARQUET_BATCH = 65536
 #: A JSON line with this many ``[``/``{`` may nest too deeply for Python's parser:
 #: such a block is read by the stdlib reader, which decides.
 NESTING_GUARD = 200
 
-_BOM = b"\xef\xbb\xbf"
 _TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
-
-
-@dataclass
-class Batch:
-    """Consecutive rows of a file: ``columns`` (field -> list of str or
-    ``pyarrow.large_string`` array), ``n_rows``, and ``nbytes`` of the file
-    (compressed bytes for ``.gz``) consumed for them."""
-
-    columns: dict
-    n_rows: int
-    nbytes: int
 
 
 def _have_pyarrow() -> bool:
@@ -86,20 +80,45 @@ def _have_pyarrow() -> bool:
     return True
 
 
+_ENGINE: contextvars.ContextVar[str | None] = contextvars.ContextVar("overlap_reader_engine",
+                                                                  default=None)
+
+
+@contextlib.contextmanager
+def reader_engine(engine: str | None) -> Iterator[None]:
+    """Within the block, files are read with ``engine`` when a reader is given
+    none (the command line's ``--engine``; None: unchanged).  It comes before
+    the environment variable :data:`ENGINE_VARIABLE`."""
+    if engine is None:
+        yield
+        return
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    token = _ENGINE.set(engine)
+    try:
+        yield
+    finally:
+        _ENGINE.reset(token)
+
+
 def choose_engine(engine: str | None, fmt: str) -> str:
-    """``"arrow"`` or ``"python"``: the engine that reads a ``fmt`` file."""
+    """``"arrow"`` or ``"python"``: the engine that reads a ``fmt`` file.
+
+    ``engine`` when given, else the one set by :func:`reader_engine`, else the
+    environment variable :data:`ENGINE_VARIABLE`, else ``"auto"``."""
+    where = "engine"
+    if engine is None:
+        engine = _ENGINE.get()
     if engine is None:
         engine = os.environ.get(ENGINE_VARIABLE) or "auto"
         where = f"the environment variable {ENGINE_VARIABLE}"
-    else:
-        where = "engine"
     if engine not in ENGINES:
         raise ValueError(f"{where} must be one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == "arrow":
         require("pyarrow", "dataframe", "the arrow reader (engine='arrow')")
     elif engine == "auto":
         engine = "arrow" if _have_pyarrow() else "python"
-    if fmt not in ARROW_FORMATS and fmt != "parquet":
+    if fmt not in ARROW_FORMATS:
         return "python"
     return engine
 
@@ -124,6 +143,9 @@ def read_batches(path: str, fmt: str, fields: Sequence[str], *, turns: int = 1,
         return _line_batches(path, fields, max_line_bytes, block_bytes, _text_block)
     if how == "arrow" and fmt == "parquet":
         return _parquet_batches(path, fields)
+    if how == "arrow" and fmt in ("csv", "tsv"):
+        from ._arrow_csv import csv_batches
+        return csv_batches(path, fmt, fields, max_line_bytes, block_bytes)
     return _python_batches(path, fmt, fields, turns, max_line_bytes, how == "arrow",
                            max(1, batch_rows))
 
@@ -132,99 +154,10 @@ def read_batches(path: str, fmt: str, fields: Sequence[str], *, turns: int = 1,
 def _python_batches(path, fmt, fields, turns, limit, as_arrow, size) -> Iterator[Batch]:
     src = open_records(path, fmt, turns=turns, max_line_bytes=limit, fields=fields,
                        only_fields=True)
-    return _record_batches(src, fields, as_arrow, size)
-
-
-def _record_batches(src: Records, fields, as_arrow: bool, size: int) -> Iterator[Batch]:
-    complete = False
-    try:
-        rows: list[tuple] = []
-        for row in checked_rows(src, fields):
-            rows.append(row)
-            if len(rows) == size:
-                yield _from_rows(rows, fields, src.consumed(), as_arrow)
-                rows = []
-        yield _from_rows(rows, fields, src.consumed(), as_arrow)
-        complete = True
-    finally:
-        src.close(complete)
-
-
-def _from_rows(rows, fields, nbytes, as_arrow) -> Batch:
-    cols: dict[str, Any] = {f: [r[k] for r in rows] for k, f in enumerate(fields)}
-    if as_arrow:
-        import pyarrow as pa
-        cols = {f: pa.array(v, pa.large_string()) for f, v in cols.items()}
-    return Batch(cols, len(rows), nbytes)
+    return record_batches(src, fields, as_arrow, size)
 
 
 # ------------------------------------------------------------------ line blocks
-class Blocks:
-    """Blocks of whole lines of a (possibly gzip) file: ``(block, lines_before)``.
-
-    A block ends at a newline (or the end of the file); a line longer than
-    the limit raises the stdlib reader's error (file and line) before more
-    than ``limit + block_bytes`` bytes are held.
-    """
-
-    def __init__(self, path: str, limit: int | None, block_bytes: int) -> None:
-        self.path, self.limit, self.size = path, max_line_bytes(limit), max(int(block_bytes), 4)
-        self.stream = open_binary(path)
-        self.raw = getattr(self.stream, "fileobj", None) or self.stream
-        self.mark = 0
-
-    def consumed(self) -> int:
-        pos = self.raw.tell()
-        done, self.mark = pos - self.mark, pos
-        return done
-
-    def close(self) -> None:
-        try:
-            self.stream.close()
-        finally:
-            self.raw.close()
-
-    def __iter__(self) -> Iterator[tuple[bytes, int]]:
-        line = 0
-        pending: list[bytes] = []
-        held = 0
-        while True:
-            data = self.stream.read(self.size)
-            if not data:
-                if held:
-                    tail = b"".join(pending)
-                    self._check_lengths(tail, line)
-                    yield tail, line
-                return
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                pending.append(data)
-                held += len(data)
-                if held > self.limit:  # a line (the first of these bytes) is too long
-                    raise too_long(self.path, line + 1, self.limit)
-                continue
-            block = b"".join([*pending, data[:cut + 1]]) if pending else data[:cut + 1]
-            rest = data[cut + 1:]
-            pending, held = ([rest], len(rest)) if rest else ([], 0)
-            self._check_lengths(block, line)
-            yield block, line
-            line += block.count(b"\n")
-
-    def _check_lengths(self, block: bytes, line: int) -> None:
-        """The stdlib rule: a line holds at most ``limit`` bytes besides its newline."""
-        if len(block) <= self.limit:
-            return
-        nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-        ends = nl + 1  # every line that ends in a newline, and the last one if not
-        has_nl = np.ones(len(ends), np.int64)
-        if not block.endswith(b"\n"):
-            ends, has_nl = np.r_[ends, len(block)], np.r_[has_nl, 0]
-        lens = np.diff(np.r_[0, ends])
-        bad = np.flatnonzero(lens - has_nl > self.limit)
-        if bad.size:
-            raise too_long(self.path, line + int(bad[0]) + 1, self.limit)
-
-
 def _line_batches(path, fields, limit, block_bytes, parse) -> Iterator[Batch]:
     blocks = Blocks(path, limit, block_bytes)
     try:
@@ -235,27 +168,16 @@ def _line_batches(path, fields, limit, block_bytes, parse) -> Iterator[Batch]:
                 src = Lines(path, limit, block=block, first_line=before)
                 recs = jsonl_records(src) if parse is _jsonl_block else text_records(src)
                 rows = list(checked_rows(recs, fields))
-                batch = _from_rows(rows, fields, blocks.consumed(), True)
+                batch = from_rows(rows, fields, blocks.consumed(), True)
             else:
                 n = len(next(iter(cols.values())))
                 batch = Batch(cols, n, blocks.consumed())
             any_rows = any_rows or batch.n_rows > 0
             yield batch
         if not any_rows:
-            yield _from_rows([], fields, blocks.consumed(), True)
+            yield from_rows([], fields, blocks.consumed(), True)
     finally:
         blocks.close()
-
-
-def _valid_utf8(block: bytes) -> bool:
-    import pyarrow as pa
-    arr = pa.Array.from_buffers(pa.large_string(), 1, [
-        None, pa.py_buffer(np.array([0, len(block)], np.int64)), pa.py_buffer(block)])
-    try:
-        arr.validate(full=True)
-    except pa.ArrowInvalid:
-        return False
-    return True
 
 
 def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
@@ -263,9 +185,9 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if before and block.startswith(_BOM):
+    if before and block.startswith(BOM):
         return None  # Python refuses a BOM inside the file
-    if not _valid_utf8(block):
+    if not valid_utf8(block):
         return None
     lines = block.count(b"\n") + (not block.endswith(b"\n"))
     schema = pa.schema([(f, pa.string()) for f in fields])
@@ -314,9 +236,9 @@ def _text_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     import pyarrow.compute as pc
 
     last_open = not block.endswith(b"\n")  # a last line with no newline (blocks are never empty)
-    if not before and block.startswith(_BOM):
+    if not before and block.startswith(BOM):
         block = block[3:]
-    if not _valid_utf8(block):
+    if not valid_utf8(block):
         return None
     ends = np.flatnonzero(np.frombuffer(block, np.uint8) == 10) + 1
     if last_open:
@@ -389,25 +311,30 @@ _TABLE_TYPES = ("string", "large_string", "int64", "bool")
 def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
                      max_line_bytes: int | None = None, engine: str | None = None,
                      progress: Any = False) -> tuple[dict, list[int]] | None:
-    """A whole JSONL or text file as columns of Python values, read by pyarrow.
+    """A whole JSONL, text, CSV or TSV file as columns of Python values, read by pyarrow.
 
     Returns ``(columns, line of each row)``, the same as the stdlib reader's
     table, or None when the arrow reader is not used or cannot show that it
     is the same: then the caller reads the file with the stdlib reader (which
-    also raises the errors).  A JSONL file is taken only when every block is
+    also raises the errors).  A CSV or TSV file is taken when every block is
+    plain CSV (:mod:`overlap._arrow_csv`).  A JSONL file is taken only when every block is
     plain (module notes), no value is null or missing, every column holds
     strings, integers or booleans, and ``fields`` are strings.  ``progress``:
     as the stdlib reader's, bytes of the file read (when the file is handed
     back, the caller's progress must ignore the stdlib reader's reports of
     bytes already reported: ``overlap.pipeline.tables`` does).
     """
-    if fmt not in ("jsonl", "text") or choose_engine(engine, fmt) != "arrow":
+    if fmt not in ("jsonl", "text", "csv", "tsv") or choose_engine(engine, fmt) != "arrow":
         return None
-    cols: dict[str, list] = {}
-    lines: list[int] = []
     size = os.path.getsize(path)
     # blocks of an eighth of the file (64 KiB to BLOCK_BYTES): progress along the way
-    blocks = Blocks(path, max_line_bytes, min(BLOCK_BYTES, max(1 << 16, size // 8)))
+    block_bytes = min(BLOCK_BYTES, max(1 << 16, size // 8))
+    if fmt in ("csv", "tsv"):
+        from ._arrow_csv import csv_table
+        return csv_table(path, fmt, max_line_bytes, progress, block_bytes)
+    cols: dict[str, list] = {}
+    lines: list[int] = []
+    blocks = Blocks(path, max_line_bytes, block_bytes)
     bar = make_progress(progress, size, "read", unit="B")
     try:
         for block, before in blocks:
@@ -443,9 +370,9 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if before and block.startswith(_BOM):
+    if before and block.startswith(BOM):
         return None
-    if not _valid_utf8(block):
+    if not valid_utf8(block):
         return None
     lines = block.count(b"\n") + (not block.endswith(b"\n"))
     # first the rows, with no column inferred (pyarrow's type inference overflows

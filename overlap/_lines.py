@@ -3,7 +3,10 @@
 * :func:`bounded_lines` reads raw lines with ``readline(limit)``, so a line
   longer than :func:`max_line_bytes` (default :data:`MAX_LINE_BYTES`, 64 MiB)
   is refused with its file and line number before it is held in memory (also
-  inside a ``.gz`` that inflates to one huge line).
+  inside a ``.gz`` or ``.zst`` that inflates to one huge line).
+* :func:`open_binary` opens a file for reading bytes, inflating ``.gz``
+  (gzip) and ``.zst`` (Zstandard, by pyarrow or the optional ``zstandard``
+  package) files; :func:`uncompressed_name` is the name the format is told from.
 * :func:`line_limit` sets that limit for a block of code (the command line's
   ``--max-line-bytes``); readers also take ``max_line_bytes=`` directly.
 * :func:`text_file_kind` is the one rule for ``.txt`` files: DailyDialog when
@@ -19,18 +22,24 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import gzip
+import io
 import json
 import os
 import re
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ._optional import MissingExtra
+
 __all__ = ["MAX_LINE_BYTES", "max_line_bytes", "line_limit", "bounded_lines",
            "text_file_kind", "check_str", "check_values", "json_line", "check_path_name",
-           "EOU"]
+           "EOU", "COMPRESSIONS", "uncompressed_name", "open_binary"]
 
-#: Default longest line read, in bytes (after gzip inflation).
+#: Default longest line read, in bytes (after inflation of a compressed file).
 MAX_LINE_BYTES = 64 * 1024 * 1024
+
+#: Inflated bytes of a ``.zst`` file read at a time.
+ZSTD_BUFFER = 1 << 20
 
 #: Utterance terminator of DailyDialog-style files.
 EOU = "__eou__"
@@ -98,11 +107,152 @@ def decode_line(raw: bytes, path: str, lineno: int, first: bool = False) -> str:
         raise ValueError(f"{path}:{lineno}: not UTF-8 text ({e.reason})") from None
 
 
+#: Compressed inputs: the suffix and what inflates it (see :func:`open_binary`).
+COMPRESSIONS = (".gz", ".zst")
+
+
+def uncompressed_name(path: str) -> str:
+    """``path`` without a compression suffix (``a.jsonl.zst`` -> ``a.jsonl``)."""
+    for suffix in COMPRESSIONS:
+        if path.endswith(suffix):
+            return path[:-len(suffix)]
+    return path
+
+
+class _Inflating(io.RawIOBase):
+    """The inflated bytes of a compressed stream (``read(n)``), as a raw stream;
+    a file the decoder refuses (truncated, not Zstandard) is a ValueError
+    naming it."""
+
+    def __init__(self, inflater: Any, path: str, check_end: Any = None) -> None:
+        self._inflater, self._path, self._check_end = inflater, path, check_end
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        try:
+            data = self._inflater.read(len(buf))
+        except Exception as e:  # pyarrow's OSError, zstandard's ZstdError
+            raise ValueError(f"{self._path}: cannot inflate this Zstandard file: "
+                             f"{str(e) or type(e).__name__}") from None
+        if not data and self._check_end is not None:
+            check, self._check_end = self._check_end, None
+            check()
+        n = len(data)
+        buf[:n] = data
+        return n
+
+    def close(self) -> None:
+        try:
+            self._inflater.close()
+        finally:
+            super().close()
+
+
+class InflatedReader(io.BufferedReader):
+    """A buffered reader of inflated bytes; ``fileobj`` is the compressed file
+    (its position: the compressed bytes read), as for ``gzip.GzipFile``."""
+
+    fileobj: IO[bytes]
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_FCS_BYTES = (0, 2, 4, 8)
+_DID_BYTES = (0, 1, 2, 4)
+
+
+def check_zstd_frames(path: str) -> None:
+    """Refuse a Zstandard file whose frames do not end exactly at its end.
+
+    The ``zstandard`` package's reader ends quietly at a truncated frame; this
+    walk of the frame and block headers (RFC 8878), seeking over the block
+    contents, finds it."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        def take(n: int) -> bytes:
+            b = f.read(n)
+            if len(b) != n:
+                raise ValueError(f"{path}: cannot inflate this Zstandard file: it is truncated")
+            return b
+
+        while f.tell() < size:
+            magic = int.from_bytes(take(4), "little")
+            if 0x184D2A50 <= magic <= 0x184D2A5F:  # a skippable frame
+                f.seek(int.from_bytes(take(4), "little"), os.SEEK_CUR)
+                continue
+            if magic != _ZSTD_MAGIC:
+                raise ValueError(f"{path}: cannot inflate this Zstandard file: a frame "
+                                 f"at byte {f.tell() - 4} has no Zstandard magic number")
+            fhd = take(1)[0]
+            single = (fhd >> 5) & 1
+            fcs = _FCS_BYTES[fhd >> 6] or single
+            take((0 if single else 1) + _DID_BYTES[fhd & 3] + fcs)
+            last = 0
+            while not last:
+                h = int.from_bytes(take(3), "little")
+                last, kind = h & 1, (h >> 1) & 3
+                f.seek(1 if kind == 1 else h >> 3, os.SEEK_CUR)
+            if (fhd >> 2) & 1:
+                f.seek(4, os.SEEK_CUR)
+        if f.tell() != size:
+            raise ValueError(f"{path}: cannot inflate this Zstandard file: it is truncated")
+
+
+def _open_zstd(raw: IO[bytes], path: str) -> tuple[Any, Any]:
+    """``(compressed file, read(n) source of its inflated bytes)`` of a Zstandard
+    file opened as ``raw``: pyarrow's decoder (on its own handle of the file,
+    read without the GIL), else the ``zstandard`` package's (every frame)."""
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pass
+    else:
+        src = pa.OSFile(path)
+        raw.close()
+        return src, pa.CompressedInputStream(src, "zstd")
+    try:
+        import zstandard
+    except ImportError:
+        raise MissingExtra(f"{path}: reading .zst needs pyarrow or zstandard, neither is "
+                           "installed: pip install 'overlap-metrics[zstd]'") from None
+    return raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True,
+                                                           closefd=False)
+
+
+def _zstd_end_check(path: str) -> Any:
+    """What checks the end of a ``.zst`` file: nothing for pyarrow's decoder
+    (it refuses a truncated frame), the frame walk for zstandard's."""
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        return lambda: check_zstd_frames(path)
+    return None
+
+
 def open_binary(path: str) -> IO[bytes]:
-    """``path`` opened for reading bytes, inflated when its name ends in ``.gz``."""
+    """``path`` opened for reading bytes, inflated when its name ends in ``.gz``
+    or ``.zst`` (Zstandard: pyarrow or the ``zstandard`` package inflates it).
+
+    The stream of a compressed file has ``fileobj``, the file itself (whose
+    position is the compressed bytes read)."""
     raw = open(path, "rb")
-    if path.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+    try:
+        if path.endswith(".gz"):
+            return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+        if path.endswith(".zst"):
+            file, inflater = _open_zstd(raw, path)
+            try:
+                reader = InflatedReader(_Inflating(inflater, path, _zstd_end_check(path)),
+                                        ZSTD_BUFFER)
+            except BaseException:
+                file.close()
+                raise
+            reader.fileobj = file
+            return reader
+    except BaseException:
+        raw.close()
+        raise
     return raw
 
 

@@ -12,8 +12,8 @@ value, numbered by line (row for Parquet); :func:`checked_rows` picks the
 compared fields out of them, checking each.  A new format is one function and
 one entry in :data:`READERS`.
 
-Line formats (CSV, TSV, JSONL, text, DailyDialog) may be gzip-compressed
-(``.gz``).  Lines are read with a bounded ``readline`` (:mod:`overlap._lines`,
+Line formats (CSV, TSV, JSONL, text, DailyDialog) may be compressed: gzip
+(``.gz``) or Zstandard (``.zst``, :func:`overlap._lines.open_binary`).  Lines are read with a bounded ``readline`` (:mod:`overlap._lines`,
 also the one rule that tells a DailyDialog ``.txt`` from plain text).
 """
 
@@ -24,7 +24,7 @@ import csv
 import io
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import IO, Any
 
 from ._lines import EOU, bounded_lines, decode_line, json_line, open_binary
 from ._optional import require
@@ -32,7 +32,8 @@ from ._progress import LineProgress, ProgressArg, make_progress
 from ._validation import type_name
 
 #: The format a file name's extension says (``.txt``: plain text, or DailyDialog
-#: by :func:`overlap._lines.text_file_kind`); line formats may end in ``.gz``.
+#: by :func:`overlap._lines.text_file_kind`); line formats may end in ``.gz`` or
+#: ``.zst`` (:func:`overlap._lines.uncompressed_name`).
 EXTENSIONS = {
     ".jsonl": "jsonl", ".ndjson": "jsonl", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv",
     ".parquet": "parquet", ".pq": "parquet", ".txt": "text", ".text": "text",
@@ -120,16 +121,19 @@ class Lines:
     and line); the progress of the reading is in bytes of the file on disk.
     ``block``: read these bytes instead, whose first line is line
     ``first_line + 1`` of ``path`` (the arrow reader hands a block it cannot
-    take to the stdlib reader this way, so rows and errors are the same).
+    take to the stdlib reader this way, so rows and errors are the same), or
+    the lines of ``stream`` (the rest of the file from such a block on).
     """
 
     def __init__(self, path: str, max_line_bytes: int | None = None,
                  progress: ProgressArg = False, *, block: bytes | None = None,
-                 first_line: int = 0) -> None:
+                 first_line: int = 0, stream: IO[bytes] | None = None) -> None:
         self.path, self.limit = path, max_line_bytes
-        if block is not None:  # lines of a block cut from the file (the arrow reader's)
-            self.stream = self.raw = io.BytesIO(block)
-            self.read = LineProgress(False, self.raw, len(block), "read")
+        if block is not None or stream is not None:
+            # lines of a block cut from the file, or of the rest of the file from a
+            # block on (``stream``): the arrow reader's hand-over
+            self.stream = self.raw = io.BytesIO(block or b"") if stream is None else stream
+            self.read = LineProgress(False, self.raw, 0, "read")
         else:
             self.stream = open_binary(path)
             self.raw = getattr(self.stream, "fileobj", None) or self.stream
@@ -190,26 +194,38 @@ def long_csv_fields() -> Iterator[None]:
 # ------------------------------------------------------------------ readers
 def _read_csv(path: str, delimiter: str, max_line_bytes: int | None,
               progress: ProgressArg) -> Records:
-    src = Lines(path, max_line_bytes, progress)
+    return csv_records(Lines(path, max_line_bytes, progress), delimiter)
+
+
+def csv_records(src: Lines, delimiter: str, header: list[str] | None = None) -> Records:
+    """The records of CSV (``delimiter`` ``","``) or TSV (``"\\t"``) lines.
+
+    ``header``: the column names when the lines of ``src`` start after the
+    header record (the arrow reader hands the rest of a file to this reader
+    that way); else the first record is the header.
+    """
+    path = src.path
     kind = "CSV" if delimiter == "," else "TSV"
     reader = csv.reader(src, delimiter=delimiter)
-    try:
-        with long_csv_fields():
-            header = next(reader, None)
-    except csv.Error as e:
-        src.close(False)
-        raise ValueError(f"{path}:{src.line or 1}: bad {kind}: {e}") from None
-    except BaseException:
-        src.close(False)
-        raise
     if header is None:
-        src.close(False)
-        raise ValueError(f"{path}:1: empty file (a {kind} needs a header line)")
-    if len(set(header)) != len(header):
-        src.close(False)
-        raise ValueError(f"{path}:1: duplicate column names in the header")
+        try:
+            with long_csv_fields():
+                header = next(reader, None)
+        except csv.Error as e:
+            src.close(False)
+            raise ValueError(f"{path}:{src.line or 1}: bad {kind}: {e}") from None
+        except BaseException:
+            src.close(False)
+            raise
+        if header is None:
+            src.close(False)
+            raise ValueError(f"{path}:1: empty file (a {kind} needs a header line)")
+        if len(set(header)) != len(header):
+            src.close(False)
+            raise ValueError(f"{path}:1: duplicate column names in the header")
 
     width = len(header)
+    names = list(header)
 
     def rows() -> Iterator[tuple[int, dict]]:
         batch: list[tuple[int, list[str]]] = []
@@ -229,14 +245,14 @@ def _read_csv(path: str, delimiter: str, max_line_bytes: int | None,
             for n, rec in batch:  # the rows before a bad one first
                 if len(rec) != width:
                     raise ValueError(f"{path}:{n}: {len(rec)} fields, the header has {width}")
-                yield n, dict(zip(header, rec))
+                yield n, dict(zip(names, rec))
             if bad is not None:
                 raise bad
             if not batch:
                 return
             batch.clear()
 
-    return src.records(rows(), list(header))
+    return src.records(rows(), list(names))
 
 
 def read_csv(path: str, turns: int = 1, max_line_bytes: int | None = None,

@@ -284,6 +284,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .stream_readers import STREAM_FORMATS
 
     at_default = ",".join(f"{t:g}" for t in AT)
+    from ._batches import ENGINE_VARIABLE, ENGINES
+    ENGINE_HELP = (f"how input files are read: arrow = pyarrow in C++ (JSONL, CSV, TSV, text, "
+                   f"Parquet; needs pyarrow), python = the standard library (every format but "
+                   f"Parquet); both give the same rows and errors (default: auto = arrow when "
+                   f"pyarrow is installed, or ${ENGINE_VARIABLE})")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("-q", "--quiet", action="store_true",
                         help="print nothing but errors: no results, step lines or progress bars")
@@ -304,9 +309,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "wordpunct = the published study's rule, same on other text)")
     tok.add_argument("--max-line-bytes", type=_positive, default=None, metavar="N",
                      dest="max_line_bytes",
-                     help="longest line read from any input file, after .gz inflation; a "
+                     help="longest line read from any input file, after .gz/.zst inflation; a "
                           f"longer one is an error naming file and line (default: "
                           f"{MAX_LINE_BYTES:,} = 64 MiB)")
+    tok.add_argument("--engine", choices=ENGINES, default=None, help=ENGINE_HELP)
     tok.add_argument("--ngram", type=_positive, default=1, metavar="K",
                      help="compare token K-grams (default: 1, single tokens)")
     table = argparse.ArgumentParser(add_help=False)
@@ -378,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--stream-format", metavar="FMT", dest="stream_format",
                    help="format of the --train-stream files: " + ", ".join(STREAM_FORMATS)
                         + " (default: from each extension: .jsonl/.ndjson, .csv, .tsv, "
-                          ".parquet/.pq, .txt/.text = one sample a line, field text; .gz ok)")
+                          ".parquet/.pq, .txt/.text = one sample a line, field text; "
+                          ".gz or .zst ok)")
     s.add_argument("--chunk-rows", type=_positive, default=None, metavar="N",
                    dest="chunk_rows",
                    help="corpus rows held in memory at a time with --train-stream "
@@ -577,7 +584,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hash seed (default: 0)")
     k.add_argument("--max-line-bytes", type=_positive, default=None, metavar="N",
                    dest="max_line_bytes",
-                   help=f"longest line read, after .gz inflation (default: {MAX_LINE_BYTES:,})")
+                   help=f"longest line read, after .gz/.zst inflation "
+                        f"(default: {MAX_LINE_BYTES:,})")
+    k.add_argument("--engine", choices=ENGINES, default=None, help=ENGINE_HELP)
     k.add_argument("--out", metavar="FILE",
                    help="per-sample report, .csv or .jsonl (also .tsv, .parquet): group, "
                         "sample, n-gram counts, fraction, longest run, coverage, the first "
@@ -1259,10 +1268,12 @@ def _run(argv: Sequence[str] | None) -> int:
         return int(e.code or 0)
     con = Console(quiet=args.quiet)
     con.hold_output()
+    from ._batches import reader_engine
     from ._lines import line_limit
 
     try:
-        with line_limit(getattr(args, "max_line_bytes", None)):
+        with line_limit(getattr(args, "max_line_bytes", None)), \
+                reader_engine(getattr(args, "engine", None)):
             code = int(args.func(args, con))
     except KeyboardInterrupt:
         con.close_bar()

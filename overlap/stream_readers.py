@@ -6,7 +6,8 @@ plain text with one sample per line (``.txt``, ``.text``; the field is called
 ``"text"``) or DailyDialog (a ``.txt`` whose first non-empty line holds
 ``__eou__``: one dialogue a line, cut into ``context``/``response`` samples,
 the rule of :func:`overlap._lines.text_file_kind` that every reader follows);
-JSONL, CSV/TSV and text may be gzip-compressed (``.gz``).  A line longer than
+JSONL, CSV/TSV and text may be compressed: gzip (``.gz``) or Zstandard (``.zst``,
+inflated by pyarrow or the optional ``zstandard`` package).  A line longer than
 ``max_line_bytes`` (default 64 MiB) is refused with its file and line before
 it is held in memory, and a source that gives no row at all is an error.  A
 directory is read shard by shard in sorted file-name order, skipping files
@@ -15,7 +16,7 @@ order, starting at 0.
 
 Memory is bounded by one chunk (``chunk_rows`` rows of the requested fields),
 plus one block of the file being read (2 MiB of lines, or one Parquet record
-batch): nothing else of a shard is kept.  With pyarrow installed, JSONL, text
+batch): nothing else of a shard is kept.  With pyarrow installed, JSONL, CSV, TSV, text
 and Parquet are read by pyarrow in C++ and the chunk columns are Arrow
 arrays (see :mod:`overlap._batches`); without it, the standard library reads
 every format but Parquet, and the columns are lists of str.
@@ -27,7 +28,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ._lines import check_path_name, text_file_kind
+from ._lines import check_path_name, text_file_kind, uncompressed_name
 from ._batches import PYTHON_BATCH, read_batches
 from ._readers import EXTENSIONS, TEXT_FIELD
 from ._validation import check_int, type_name
@@ -59,7 +60,7 @@ class Chunk:
         Number of the first row within its shard.
     nbytes : int
         Bytes of the shard file consumed since the previous chunk (compressed
-        bytes for ``.gz``; for Parquet, the file size pro rata of rows).
+        bytes for ``.gz`` and ``.zst``; for Parquet, the file size pro rata of rows).
     """
 
     columns: dict
@@ -76,15 +77,14 @@ class Chunk:
 def _format_of(path: str, fmt: str | None) -> str | None:
     if fmt is not None:
         return fmt
-    name = path[:-3] if path.endswith(".gz") else path
-    return EXTENSIONS.get(os.path.splitext(name)[1].lower())
+    return EXTENSIONS.get(os.path.splitext(uncompressed_name(path))[1].lower())
 
 
 def shard_format(path: str, fmt: str | None) -> str:
     """The format a shard is read as: a ``.txt`` holding ``__eou__`` is DailyDialog."""
     f = _format_of(path, fmt)
     if fmt is None and f == "text" and os.path.splitext(
-            path[:-3] if path.endswith(".gz") else path)[1].lower() == ".txt":
+            uncompressed_name(path))[1].lower() == ".txt":
         return text_file_kind(path)
     return f  # type: ignore[return-value]
 
@@ -115,7 +115,7 @@ def shard_paths(source: str | os.PathLike | Sequence, fmt: str | None = None) ->
             if not files:
                 raise ValueError(
                     f"source: {path} holds no file with a known extension "
-                    f"({', '.join(sorted(EXTENSIONS))}, optionally .gz)"
+                    f"({', '.join(sorted(EXTENSIONS))}, optionally .gz or .zst)"
                 )
             return files
         items = [path]
@@ -225,16 +225,17 @@ def read_chunks(
     turns : int, default 1
         Context turns of the samples cut from DailyDialog shards.
     max_line_bytes : int, optional
-        Longest line read, after gzip inflation (default 64 MiB,
+        Longest line read, after inflation of a ``.gz`` or ``.zst`` file (default 64 MiB,
         :data:`overlap._lines.MAX_LINE_BYTES`, or the limit set with
         :func:`overlap._lines.line_limit`); a longer one is a ValueError
         naming file and line.
     engine : {"auto", "arrow", "python"}, optional
         How files are read (:mod:`overlap._batches`): ``"arrow"`` reads
-        JSONL, text and Parquet with pyarrow and gives Arrow string columns;
+        JSONL, CSV, TSV, text and Parquet with pyarrow and gives Arrow string columns;
         ``"python"`` reads with the standard library and gives lists of str.
         Both give the same rows and errors.  Default: the environment variable
-        ``OVERLAP_READER``, else ``"arrow"`` when pyarrow is installed.
+        ``OVERLAP_READER`` (after :func:`overlap._batches.reader_engine`,
+        the command line's ``--engine``), else ``"arrow"`` when pyarrow is installed.
 
     Yields
     ------

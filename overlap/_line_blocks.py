@@ -1,0 +1,164 @@
+"""Pieces shared by the arrow readers of line files (:mod:`overlap._batches`,
+:mod:`overlap._arrow_csv`): the :class:`Batch` they yield, the blocks of whole
+lines of a file they read, the UTF-8 check, and batches of stdlib-read rows."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+import numpy as np
+
+from ._lines import max_line_bytes, open_binary, too_long
+from ._readers import Records, checked_rows
+
+__all__ = ["Batch", "Blocks", "BOM", "PYTHON_BATCH", "valid_utf8", "from_rows",
+           "record_batches"]
+
+#: Rows of a stdlib-read file per batch.
+PYTHON_BATCH = 8192
+
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass
+class Batch:
+    """Consecutive rows of a file: ``columns`` (field -> list of str or
+    ``pyarrow.large_string`` array), ``n_rows``, and ``nbytes`` of the file
+    (compressed bytes for ``.gz`` and ``.zst``) consumed for them."""
+
+    columns: dict
+    n_rows: int
+    nbytes: int
+
+
+def record_batches(src: Records, fields, as_arrow: bool, size: int) -> Iterator[Batch]:
+    complete = False
+    try:
+        rows: list[tuple] = []
+        for row in checked_rows(src, fields):
+            rows.append(row)
+            if len(rows) == size:
+                yield from_rows(rows, fields, src.consumed(), as_arrow)
+                rows = []
+        yield from_rows(rows, fields, src.consumed(), as_arrow)
+        complete = True
+    finally:
+        src.close(complete)
+
+
+def from_rows(rows, fields, nbytes, as_arrow) -> Batch:
+    cols: dict[str, Any] = {f: [r[k] for r in rows] for k, f in enumerate(fields)}
+    if as_arrow:
+        import pyarrow as pa
+        cols = {f: pa.array(v, pa.large_string()) for f, v in cols.items()}
+    return Batch(cols, len(rows), nbytes)
+
+
+class _Chained(io.RawIOBase):
+    """Bytes held, then the rest of a stream (not closed with this one)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]) -> None:
+        self.head, self.at, self.stream = head, 0, stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buf: Any) -> int:
+        if self.at < len(self.head):
+            n = min(len(buf), len(self.head) - self.at)
+            buf[:n] = self.head[self.at:self.at + n]
+            self.at += n
+            return n
+        data = self.stream.read(len(buf))
+        buf[:len(data)] = data
+        return len(data)
+
+
+class Blocks:
+    """Blocks of whole lines of a (possibly compressed) file: ``(block, lines_before)``.
+
+    A block ends at a newline (or the end of the file); a line longer than
+    the limit raises the stdlib reader's error (file and line) before more
+    than ``limit + block_bytes`` bytes are held.
+    """
+
+    def __init__(self, path: str, limit: int | None, block_bytes: int) -> None:
+        self.path, self.limit, self.size = path, max_line_bytes(limit), max(int(block_bytes), 4)
+        self.stream = open_binary(path)
+        self.raw = getattr(self.stream, "fileobj", None) or self.stream
+        self.mark = 0
+        self.pending: list[bytes] = []
+
+    def consumed(self) -> int:
+        pos = self.raw.tell()
+        done, self.mark = pos - self.mark, pos
+        return done
+
+    def close(self) -> None:
+        try:
+            self.stream.close()
+        finally:
+            self.raw.close()
+
+    def __iter__(self) -> Iterator[tuple[bytes, int]]:
+        line = 0
+        self.pending = []  # bytes read after the last newline
+        held = 0
+        while True:
+            data = self.stream.read(self.size)
+            if not data:
+                if held:
+                    tail = b"".join(self.pending)
+                    self.pending = []
+                    self._check_lengths(tail, line)
+                    yield tail, line
+                return
+            cut = data.rfind(b"\n")
+            if cut < 0:
+                self.pending.append(data)
+                held += len(data)
+                if held > self.limit:  # a line (the first of these bytes) is too long
+                    raise too_long(self.path, line + 1, self.limit)
+                continue
+            pending = self.pending
+            block = b"".join([*pending, data[:cut + 1]]) if pending else data[:cut + 1]
+            rest = data[cut + 1:]
+            self.pending, held = ([rest], len(rest)) if rest else ([], 0)
+            self._check_lengths(block, line)
+            yield block, line
+            line += block.count(b"\n")
+
+    def rest(self, head: bytes) -> IO[bytes]:
+        """``head`` (the last block yielded, or blocks from there on), then the
+        bytes of the file not yielded yet: the stdlib reader reads the rest of
+        the file from there."""
+        return io.BufferedReader(_Chained(b"".join([head, *self.pending]), self.stream),
+                                 1 << 16)
+
+    def _check_lengths(self, block: bytes, line: int) -> None:
+        """The stdlib rule: a line holds at most ``limit`` bytes besides its newline."""
+        if len(block) <= self.limit:
+            return
+        nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+        ends = nl + 1  # every line that ends in a newline, and the last one if not
+        has_nl = np.ones(len(ends), np.int64)
+        if not block.endswith(b"\n"):
+            ends, has_nl = np.r_[ends, len(block)], np.r_[has_nl, 0]
+        lens = np.diff(np.r_[0, ends])
+        bad = np.flatnonzero(lens - has_nl > self.limit)
+        if bad.size:
+            raise too_long(self.path, line + int(bad[0]) + 1, self.limit)
+
+
+def valid_utf8(block: bytes) -> bool:
+    import pyarrow as pa
+    arr = pa.Array.from_buffers(pa.large_string(), 1, [
+        None, pa.py_buffer(np.array([0, len(block)], np.int64)), pa.py_buffer(block)])
+    try:
+        arr.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
