@@ -76,17 +76,22 @@ def texts_of(col: Sequence) -> Any:
 
 
 def take(col: Sequence, index: Sequence[int], fill: Any) -> Sequence:
-    """``[col[j] if j >= 0 else fill for j in index]``; an ArrowColumn for an ArrowColumn."""
+    """``[col[j] if j >= 0 else fill for j in index]``; an ArrowColumn for an
+    ArrowColumn (a list when a ``fill`` other than None goes into a column of
+    another type than strings)."""
     if not isinstance(col, ArrowColumn):
         return [col[j] if j >= 0 else fill for j in index]
     import pyarrow as pa
     import pyarrow.compute as pc
 
     idx = np.asarray(index, dtype=np.int64)
-    taken = col.arrow.take(pa.array(idx, mask=idx < 0))  # a null where j < 0
-    if fill is not None:
-        taken = pc.fill_null(taken, fill)
-    return ArrowColumn(taken)
+    missing = idx < 0
+    taken = col.arrow.take(pa.array(idx, mask=missing))  # a null where j < 0
+    if fill is None or not missing.any():
+        return ArrowColumn(taken)
+    if col.is_string and isinstance(fill, str):
+        return ArrowColumn(pc.fill_null(taken, fill))
+    return [fill if m else v for m, v in zip(missing.tolist(), taken.to_pylist())]
 
 
 def keep_rows(col: Sequence, keep: np.ndarray) -> Sequence:
