@@ -1126,6 +1126,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 write_table(outs.stage(args.out), kept_table, out_fmt, progress=con.progress)
         if args.report:
             con.log(f"write: {args.report}")
+
             def text(i: int) -> str:  # only the removed units and theirs are reported
                 if in_fmt == "dailydialog":
                     return f" {EOU} ".join(units[i])

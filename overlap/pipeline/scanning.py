@@ -95,7 +95,8 @@ def tokenize_fields(
                 )
     if not progress:
         return tuple(
-            TokenSets.from_texts(texts_of(col), tokenizer, ngram, n_threads=n_threads) for col in columns
+            TokenSets.from_texts(texts_of(col), tokenizer, ngram, n_threads=n_threads)
+            for col in columns
         )
     # one bar over all the fields: each field's from_texts reports its own texts
     bar = make_progress(progress, sum(len(c) for c in columns), "tokenize", unit="text")
@@ -109,8 +110,8 @@ def tokenize_fields(
     try:
         for col in columns:
             seen[0] = 0
-            out.append(TokenSets.from_texts(texts_of(col), tokenizer, ngram, n_threads=n_threads,
-                                            progress=field_done))
+            out.append(TokenSets.from_texts(texts_of(col), tokenizer, ngram,
+                                            n_threads=n_threads, progress=field_done))
     finally:
         bar.close()
     return tuple(out)
@@ -253,11 +254,11 @@ def _column_copy(col: Any) -> Any:
     return col if isinstance(col, ArrowColumn) else list(col)
 
 
-def eval_table_head(result: Any, theirs: set[str]) -> dict[str, list]:
+def eval_table_head(result: Any, theirs: set[str]) -> dict[str, Any]:
     """The first columns of a scan result's table (``to_table``): ``eval_index``,
     the eval table's other columns (``eval_C`` when ``C`` is also a result
     column: ``theirs``, ``score`` or ``eval_<field>``) and ``score``."""
-    out: dict[str, list] = {
+    out: dict[str, Any] = {
         "eval_index": (list(result.labels) if result.labels is not None
                        else list(range(len(result))))}
     compared = set(result.fields)
@@ -366,7 +367,7 @@ def scan(
     if train is not None and fields is None and rnames and qnames and rnames != qnames:
         raise ValueError(f"eval compares {', '.join(qnames)} but train {', '.join(rnames)} "
                          "(inferred); name the compared columns with --fields (fields=)")
-    group_values = None
+    group_values: Any = None
     if by is not None:
         if isinstance(by, str):
             if qtable is None:

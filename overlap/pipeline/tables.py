@@ -427,7 +427,7 @@ def read_named_columns(
     max_line_bytes: int | None = None,
     progress: ProgressArg = False,
     arrow: bool = False,
-) -> tuple[list[str], list[Sequence], dict[str, Sequence]]:
+) -> tuple[list[str], list[Any], dict[str, Any]]:
     """:func:`read_named_fields`; with ``arrow``, the columns of a JSONL or text
     file read by pyarrow stay in Arrow buffers (:class:`overlap._columns.ArrowColumn`,
     read-only sequences of the same values), for the command line's in-memory
@@ -464,7 +464,8 @@ def read_named_columns(
                 check_str(v, where, f"row {i}", f"field {f!r}")
             continue
         # fields inferred from a file: checked now, with the errors of a named one
-        if isinstance(table[f], ArrowColumn) and table[f].is_string:
+        col: Any = table[f]
+        if isinstance(col, ArrowColumn) and col.is_string:
             continue  # the arrow reader takes string columns without nulls only
         bad = next((i for i, v in enumerate(table[f]) if not isinstance(v, str)), None)
         if bad is not None:
@@ -487,7 +488,7 @@ STREAM_WRITE_FORMATS = ("csv", "tsv", "jsonl", "text")
 _WRITE_EVERY = 4096
 
 
-def _table_rows(table: dict[str, list]) -> int:
+def _table_rows(table: Mapping[str, Sequence]) -> int:
     if not isinstance(table, dict):
         raise TypeError(f"table must be a dict of column lists, got {type_name(table)}")
     lengths = {len(v) for v in table.values()}
@@ -496,7 +497,7 @@ def _table_rows(table: dict[str, list]) -> int:
     return lengths.pop() if lengths else 0
 
 
-def _check_text_column(table: dict[str, list], where: str) -> list:
+def _check_text_column(table: Mapping[str, Sequence], where: str) -> Sequence:
     if TEXT_FIELD not in table:
         raise ValueError(f"{where}: a text file holds the column {TEXT_FIELD!r}; the table "
                          f"has {', '.join(table) or 'none'}")
@@ -508,7 +509,7 @@ def _check_text_column(table: dict[str, list], where: str) -> list:
     return lines
 
 
-def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output", *,
+def write_rows(fh: Any, table: Mapping[str, Sequence], fmt: str, where: str = "output", *,
                progress: ProgressArg = False) -> None:
     """Write a table to an open text stream (a file, ``sys.stdout``) as CSV, TSV, JSONL or text.
 
@@ -565,7 +566,7 @@ def _parquet_column(col: Sequence) -> Any:
     return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
 
 
-def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None, *,
+def write_table(path: str | os.PathLike, table: Mapping[str, Sequence], fmt: str | None = None, *,
                 progress: ProgressArg = False) -> None:
     """Write a table (dict of equally long lists) as CSV, TSV, JSONL, text or Parquet.
 
