@@ -21,6 +21,10 @@ Run from the repository root::
 
     python -m bench.table_memory                       # 35 MB scan, 100 MB dedup
     python -m bench.table_memory --train-mb 10 --dedup-mb 20 --engines arrow
+    python -m bench.table_memory --max-words 3 --commands dedup   # short rows, about 70 bytes
+
+(``--max-words N`` keeps the first N words of each text: short rows, where a
+Python ``str`` per row costs most against the text itself.)
 """
 
 from __future__ import annotations
@@ -37,20 +41,28 @@ import time
 
 import numpy as np
 
-from bench.stream_contamination import POOL, _pool, _status, row_text
+from bench.stream_contamination import POOL, _pool, _status
 
 #: every this many rows, one repeats an earlier row's words (a near duplicate)
 DUP_EVERY = 20
 
 
-def _rows(pool: list[str], n_first: int, target: int, dups: bool):
+def _text(pool: list[str], src: int, i: int, words: int | None) -> str:
+    """Row ``i``'s text: pool entry of row ``src`` (its first ``words`` words) and an id token."""
+    text = pool[(src * 7919) % POOL]
+    if words is not None:
+        text = " ".join(text.split(" ", words)[:words])
+    return f"{text} d{i}"
+
+
+def _rows(pool: list[str], n_first: int, target: int, dups: bool, words: int | None):
     """JSONL lines of about ``target`` bytes, rows numbered from ``n_first``."""
     r, size = n_first, 0
     while size < target:
         block = []
         for i in range(r, r + 10_000):
             src = i - 997 if dups and i % DUP_EVERY == 0 and i >= 997 else i
-            text = f"{pool[(src * 7919) % POOL]} d{i}"
+            text = _text(pool, src, i, words)
             block.append(json.dumps({"id": i, "text": text, "label": "abc"[i % 3]}) + "\n")
         chunk = "".join(block)
         size += len(chunk)
@@ -58,27 +70,29 @@ def _rows(pool: list[str], n_first: int, target: int, dups: bool):
         yield chunk
 
 
-def generate(work: str, train_mb: float, dedup_mb: float, n_eval: int, seed: int) -> dict:
+def generate(work: str, train_mb: float, dedup_mb: float, n_eval: int, seed: int,
+             words: int | None = None) -> dict:
     """Write train.jsonl, eval.jsonl and dedup.jsonl; return their paths."""
     pool = _pool(np.random.default_rng(seed))
     paths = {k: os.path.join(work, f"{k}.jsonl") for k in ("train", "eval", "dedup")}
     n_train = 0
     with open(paths["train"], "w") as f:
-        for chunk in _rows(pool, 0, int(train_mb * 1e6), False):
+        for chunk in _rows(pool, 0, int(train_mb * 1e6), False, words):
             f.write(chunk)
             n_train += chunk.count("\n")
     rng = np.random.default_rng(seed + 1)
     planted = np.sort(rng.choice(n_train, n_eval // 2, replace=False)).tolist()
     with open(paths["eval"], "w") as f:
         for k, r in enumerate(planted):
-            toks = row_text(pool, r).split()
+            toks = _text(pool, r, r, words).split()
             del toks[int(rng.integers(0, len(toks) - 1))]  # drop one token (never the id)
             f.write(json.dumps({"id": k, "text": " ".join(toks), "label": "x"}) + "\n")
         for k in range(n_eval - len(planted)):  # pool entries no train row took
             f.write(json.dumps({"id": len(planted) + k,
-                                "text": row_text(pool, n_train + k), "label": "y"}) + "\n")
+                                "text": _text(pool, n_train + k, n_train + k, words),
+                                "label": "y"}) + "\n")
     with open(paths["dedup"], "w") as f:
-        for chunk in _rows(pool, 0, int(dedup_mb * 1e6), True):
+        for chunk in _rows(pool, 0, int(dedup_mb * 1e6), True, words):
             f.write(chunk)
     return paths
 
@@ -115,6 +129,10 @@ def main(argv=None) -> None:
     ap.add_argument("--eval", type=int, default=2000, help="eval rows (default 2000)")
     ap.add_argument("--engines", default="arrow,python",
                     help="comma-separated readers: arrow, python (default both)")
+    ap.add_argument("--max-words", type=int, default=None,
+                    help="keep the first N words of each text (short rows; default all)")
+    ap.add_argument("--commands", default="scan,dedup",
+                    help="comma-separated commands run: scan, dedup (default both)")
     ap.add_argument("--threads", type=int, default=None, help="kernel threads (default all)")
     ap.add_argument("--dir", default=None, help="where to write the files (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the files afterwards")
@@ -126,11 +144,12 @@ def main(argv=None) -> None:
     work = tempfile.mkdtemp(prefix="overlap-tablemem-", dir=args.dir)
     try:
         t0 = time.perf_counter()
-        p = generate(work, args.train_mb, args.dedup_mb, args.eval, args.seed)
+        p = generate(work, args.train_mb, args.dedup_mb, args.eval, args.seed, args.max_words)
         print(f"generated in {time.perf_counter() - t0:.0f}s: " + ", ".join(
             f"{k} {os.path.getsize(v) / 1e6:.1f} MB" for k, v in p.items()), flush=True)
         engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-        outputs: dict[str, list[str]] = {"scan": [], "dedup": []}
+        commands = {c.strip() for c in args.commands.split(",") if c.strip()}
+        outputs: dict[str, list[str]] = {c: [] for c in ("scan", "dedup") if c in commands}
         for engine in engines:
             scores = os.path.join(work, f"scores-{engine}.jsonl")
             kept = os.path.join(work, f"kept-{engine}.jsonl")
@@ -140,6 +159,8 @@ def main(argv=None) -> None:
                 ("dedup", ["dedup", p["dedup"], "--out", kept],
                  os.path.getsize(p["dedup"]), kept),
             ):
+                if cmd[0] not in commands:
+                    continue
                 fig = run(cmd, engine, args.threads)
                 outputs[what.split()[0]].append(out)
                 print(f"{engine:>6} {what:<13} {size / 1e6:6.1f} MB: {fig['seconds']:6.2f} s, "

@@ -27,6 +27,12 @@ __all__ = ["ArrowColumn", "as_list", "take", "keep_rows", "texts_of"]
 #: Rows turned into Python values at a time while iterating.
 _ITER_ROWS = 65536
 
+#: :func:`take` of fewer rows than a column's length over this gives a list:
+#: pyarrow's first compute kernel costs 20-50 MB of resident memory once,
+#: more than the Python values of a few rows (a scan's matches of a small eval
+#: set in a big train file).
+_SMALL_TAKE = 8
+
 
 class ArrowColumn(Sequence):
     """A read-only column over a pyarrow ``Array`` or ``ChunkedArray``."""
@@ -77,9 +83,9 @@ def texts_of(col: Sequence) -> Any:
 
 def take(col: Sequence, index: Sequence[int], fill: Any) -> Sequence:
     """``[col[j] if j >= 0 else fill for j in index]``; an ArrowColumn for an
-    ArrowColumn (a list when a ``fill`` other than None goes into a column of
-    another type than strings)."""
-    if not isinstance(col, ArrowColumn):
+    ArrowColumn, but a list for a few rows (``_SMALL_TAKE``) or when a ``fill``
+    other than None goes into a column of another type than strings."""
+    if not isinstance(col, ArrowColumn) or len(index) * _SMALL_TAKE < len(col):
         return [col[j] if j >= 0 else fill for j in index]
     import pyarrow as pa
     import pyarrow.compute as pc
