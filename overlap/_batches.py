@@ -310,7 +310,8 @@ _TABLE_TYPES = ("string", "large_string", "int64", "bool")
 
 def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
                      max_line_bytes: int | None = None, engine: str | None = None,
-                     progress: Any = False) -> tuple[dict, list[int]] | None:
+                     progress: Any = False, arrow: bool = False
+                     ) -> tuple[dict, Sequence[int]] | None:
     """A whole JSONL, text, CSV or TSV file as columns of Python values, read by pyarrow.
 
     Returns ``(columns, line of each row)``, the same as the stdlib reader's
@@ -322,48 +323,65 @@ def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
     strings, integers or booleans, and ``fields`` are strings.  ``progress``:
     as the stdlib reader's, bytes of the file read (when the file is handed
     back, the caller's progress must ignore the stdlib reader's reports of
-    bytes already reported: ``overlap.pipeline.tables`` does).
+    bytes already reported: ``overlap.pipeline.tables`` does).  ``arrow``:
+    each column an :class:`overlap._columns.ArrowColumn` over the blocks'
+    arrays (a list where the blocks gave a column different types), with the
+    same values (CSV and TSV columns stay lists).  The lines are a ``range``
+    for JSONL and text (every row is one line).
     """
     if fmt not in ("jsonl", "text", "csv", "tsv") or choose_engine(engine, fmt) != "arrow":
         return None
+    parts: dict[str, list] = {}  # column: the arrays of the blocks
+    n_rows = 0
     size = os.path.getsize(path)
     # blocks of an eighth of the file (64 KiB to BLOCK_BYTES): progress along the way
     block_bytes = min(BLOCK_BYTES, max(1 << 16, size // 8))
     if fmt in ("csv", "tsv"):
         from ._arrow_csv import csv_table
         return csv_table(path, fmt, max_line_bytes, progress, block_bytes)
-    cols: dict[str, list] = {}
-    lines: list[int] = []
     blocks = Blocks(path, max_line_bytes, block_bytes)
     bar = make_progress(progress, size, "read", unit="B")
     try:
         for block, before in blocks:
             if fmt == "text":
                 part = _text_block(block, before, ["text"])
-                if part is None:
-                    return None
-                part = {"text": part["text"].to_pylist()}
             else:
                 part = _jsonl_table_block(block, before, fields)
-                if part is None:
-                    return None
+            if part is None:
+                return None
             n = len(next(iter(part.values()))) if part else 0
             if n:
-                if not cols and not lines:
-                    cols = {k: [] for k in part}
-                if list(part) != list(cols):  # a key missing from some rows
+                if not n_rows:
+                    parts = {k: [] for k in part}
+                if list(part) != list(parts):  # a key missing from some rows
                     return None
                 for k, v in part.items():
-                    cols[k] += v
-                lines.extend(range(before + 1, before + 1 + n))
+                    parts[k].append(v)
+                n_rows += n
             bar.update(blocks.consumed())  # a block taken (one handed back is not reported)
         bar.update(blocks.consumed())
     finally:
         blocks.close()
         bar.close()
-    if fmt == "text" and not lines:
-        cols = {"text": []}
-    return cols, lines
+    if fmt == "text" and not n_rows:
+        parts = {"text": []}
+    cols = {k: _whole_column(v, arrow) for k, v in parts.items()}
+    return cols, range(1, n_rows + 1)
+
+
+def _whole_column(chunks: list, arrow: bool) -> Any:
+    """One column from the arrays of its blocks: a list of Python values, or an
+    ArrowColumn when ``arrow`` and every block gave the column the same type."""
+    if arrow and len({str(c.type) for c in chunks}) == 1:
+        import pyarrow as pa
+
+        from ._columns import ArrowColumn
+
+        return ArrowColumn(pa.chunked_array(chunks))
+    out: list = []
+    for c in chunks:
+        out += c.to_pylist()
+    return out
 
 
 def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
@@ -399,8 +417,8 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
     for name, col in zip(table.column_names, table.columns):
         if str(col.type) not in _TABLE_TYPES or col.null_count:
             return None
-        out[name] = col.to_pylist()
+        out[name] = col.combine_chunks()
     for f in fields or ():
-        if f not in out or not isinstance(out[f][0], str):
+        if f not in out or str(out[f].type) not in ("string", "large_string"):
             return None
     return out

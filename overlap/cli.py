@@ -902,7 +902,7 @@ def cmd_scan(args: argparse.Namespace, con: Console) -> int:
     res = scan(evalf, args.train, fields=args.fields, at=args.at, by=args.by, turns=args.turns,
                fmt=args.format, tokenizer=args.tokenizer, ngram=args.ngram,
                measure=args.measure, n_threads=nt, progress=con.progress,
-               read_progress=con.byte_progress, log=con.log)
+               read_progress=con.byte_progress, log=con.log, _arrow=True)
     con.end_step()
     against = f"against {args.train}" if args.train else "against the rest of the file"
     con.out(f"{evalf} {against} (fields: {', '.join(res.fields)}; each sample's best match"
@@ -1059,7 +1059,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from .pipeline.output import Outputs
     from .pipeline.scanning import tokenize_fields
     from .pipeline.steps import dedup_first
-    from .pipeline.tables import infer_format, read_named_fields, write_rows, write_table
+    from ._columns import keep_rows
+    from .pipeline.tables import infer_format, read_named_columns, write_rows, write_table
     from .search import ratio
     from .tokensets import TokenSets
 
@@ -1100,8 +1101,9 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                                           args.ngram, n_threads=nt, progress=con.progress),)
         what = "dialogues"
     else:
-        _, cols, table = read_named_fields(args.input, args.fields, in_fmt,
-                                           progress=con.byte_progress)
+        # with pyarrow, the columns of a JSONL or text file stay in Arrow buffers
+        _, cols, table = read_named_columns(args.input, args.fields, in_fmt,
+                                            progress=con.byte_progress, arrow=True)
         con.log("tokenize: the fields")
         ts = tokenize_fields(cols, "fields", tokenizer=args.tokenizer, ngram=args.ngram,
                              n_threads=nt, progress=con.progress)
@@ -1115,10 +1117,9 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     else:
         res = dedup(ts, threshold=args.threshold, measure=args.measure, n_threads=nt,
                     progress=con.progress, _log=con.log)
-    keep = res.keep.tolist()
     with outs:
         if in_fmt == "dailydialog":
-            kept_units = [u for u, k in zip(units, keep) if k]
+            kept_units = [u for u, k in zip(units, res.keep.tolist()) if k]
             if to_stdout:
                 con.data_to_stdout(lambda fh: fh.writelines(
                     format_dialogue(u) + "\n" for u in kept_units if len(u)))
@@ -1126,7 +1127,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 con.log(f"write: {args.out}")
                 write_dialogues(outs.stage(args.out), kept_units)
         else:
-            kept_table = {k: [v for v, m in zip(col, keep) if m] for k, col in table.items()}
+            kept_table = {k: keep_rows(col, res.keep) for k, col in table.items()}
             if to_stdout:
                 con.data_to_stdout(lambda fh: write_rows(fh, kept_table, out_fmt, "stdout"))
             else:
@@ -1134,8 +1135,12 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 write_table(outs.stage(args.out), kept_table, out_fmt, progress=con.progress)
         if args.report:
             con.log(f"write: {args.report}")
-            texts = ([f" {EOU} ".join(u) for u in units] if in_fmt == "dailydialog"
-                     else [" | ".join(x) for x in zip(*cols)])
+
+            def text(i: int) -> str:  # only the removed units and theirs are reported
+                if in_fmt == "dailydialog":
+                    return f" {EOU} ".join(units[i])
+                return " | ".join(c[i] for c in cols)
+
             import numpy as np
 
             removed = np.flatnonzero(~res.keep)
@@ -1151,8 +1156,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
                 "removed": res.n_removed, "kept": int(n - res.n_removed), "passes": res.passes,
                 "pairs_above_threshold": res.n_edges,
                 "removed_units": [{"index": int(i), "kept_for": int(j), "score": float(s),
-                                   "cluster": int(res.cluster[i]), "text": texts[i],
-                                   "kept_text": texts[j]}
+                                   "cluster": int(res.cluster[i]), "text": text(i),
+                                   "kept_text": text(j)}
                                   for i, j, s in zip(removed.tolist(), kept_for.tolist(),
                                                      scores.tolist())],
             }

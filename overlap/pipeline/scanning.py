@@ -15,6 +15,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from .._columns import ArrowColumn, as_list, take, texts_of
 from .._progress import ProgressArg, check_progress, make_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_measure, type_name
@@ -22,7 +23,7 @@ from ..search import max_overlap
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
-from .tables import read_named_fields, row_labels
+from .tables import read_named_columns, row_labels
 
 #: Default tokenizer of the pipeline and the command line: ``"wordpunct"`` on
 #: text without CJK, kana or Hangul (token for token), and one token per such
@@ -94,7 +95,8 @@ def tokenize_fields(
                 )
     if not progress:
         return tuple(
-            TokenSets.from_texts(col, tokenizer, ngram, n_threads=n_threads) for col in columns
+            TokenSets.from_texts(texts_of(col), tokenizer, ngram, n_threads=n_threads)
+            for col in columns
         )
     # one bar over all the fields: each field's from_texts reports its own texts
     bar = make_progress(progress, sum(len(c) for c in columns), "tokenize", unit="text")
@@ -108,8 +110,8 @@ def tokenize_fields(
     try:
         for col in columns:
             seen[0] = 0
-            out.append(TokenSets.from_texts(col, tokenizer, ngram, n_threads=n_threads,
-                                            progress=field_done))
+            out.append(TokenSets.from_texts(texts_of(col), tokenizer, ngram,
+                                            n_threads=n_threads, progress=field_done))
     finally:
         bar.close()
     return tuple(out)
@@ -128,13 +130,16 @@ def is_table_source(x: Any) -> bool:
 
 
 def _read_source(source: Any, name: str, fields: Any, fmt: str | None, turns: int,
-                 max_line_bytes: int | None = None, progress: ProgressArg = False
+                 max_line_bytes: int | None = None, progress: ProgressArg = False,
+                 arrow: bool = False
                  ) -> tuple[list, dict | None, list[str] | None, list | None]:
-    """(text columns, whole table or None, field names or None, row labels or None)."""
+    """(text columns, whole table or None, field names or None, row labels or None);
+    ``arrow``: a file's columns may stay in Arrow buffers (``read_named_columns``)."""
     if not is_table_source(source):
         return source, None, None, None
-    names, cols, table = read_named_fields(source, fields, fmt, turns=turns,
-                                           max_line_bytes=max_line_bytes, progress=progress)
+    names, cols, table = read_named_columns(source, fields, fmt, turns=turns,
+                                            max_line_bytes=max_line_bytes, progress=progress,
+                                            arrow=arrow)
     return cols, table, names, row_labels(source)
 
 
@@ -234,21 +239,26 @@ class ScanResult:
         if tl is not None and f"{other}_label" not in out:
             out[f"{other}_label"] = [tl[j] if j >= 0 else None for j in idx]
         for f, ec, tc in zip(self.fields, self.texts, self.train_texts):
-            out[f"eval_{f}"] = list(ec)
-            out[f"{other}_{f}"] = [tc[j] if j >= 0 else "" for j in idx]
+            out[f"eval_{f}"] = _column_copy(ec)
+            out[f"{other}_{f}"] = take(tc, idx, "")
         if self.train_table is not None and not self.within:
             for c, v in self.train_table.items():
                 name = f"train_{c}"
                 if c not in compared and name not in out:
-                    out[name] = [v[j] if j >= 0 else None for j in idx]
+                    out[name] = take(v, idx, None)
         return out
 
 
-def eval_table_head(result: Any, theirs: set[str]) -> dict[str, list]:
+def _column_copy(col: Any) -> Any:
+    """A list copy of a column; an ArrowColumn (read-only) is shared as it is."""
+    return col if isinstance(col, ArrowColumn) else list(col)
+
+
+def eval_table_head(result: Any, theirs: set[str]) -> dict[str, Any]:
     """The first columns of a scan result's table (``to_table``): ``eval_index``,
     the eval table's other columns (``eval_C`` when ``C`` is also a result
     column: ``theirs``, ``score`` or ``eval_<field>``) and ``score``."""
-    out: dict[str, list] = {
+    out: dict[str, Any] = {
         "eval_index": (list(result.labels) if result.labels is not None
                        else list(range(len(result))))}
     compared = set(result.fields)
@@ -256,7 +266,7 @@ def eval_table_head(result: Any, theirs: set[str]) -> dict[str, list]:
     if result.table is not None:
         for c, v in result.table.items():
             if c not in compared:
-                out[c if c not in own else f"eval_{c}"] = list(v)
+                out[c if c not in own else f"eval_{c}"] = _column_copy(v)
     out["score"] = result.score.tolist()
     return out
 
@@ -278,6 +288,7 @@ def scan(
     log: Log | None = None,
     max_line_bytes: int | None = None,
     read_progress: ProgressArg = False,
+    _arrow: bool = False,
 ) -> ScanResult:
     """Step 1: every eval sample's max overlap against the training samples.
 
@@ -326,6 +337,11 @@ def scan(
         Longest line of a file input (default 64 MiB).
     read_progress : bool or callable f(bytes_read, file_size), default False
         Progress of reading each file input.
+    _arrow : bool, default False
+        The command line's memory saving: the columns of JSONL and text files
+        read by pyarrow stay in Arrow buffers, also in the result's ``texts``
+        and tables (read-only sequences of the same values; ``to_table`` then
+        holds such columns too).  For the writers of ``overlap.pipeline.tables``.
 
     Returns
     -------
@@ -345,13 +361,13 @@ def scan(
     rlabels = None
     if train is not None:
         rcols, rtable, rnames, rlabels = _read_source(train, "train", fields, fmt, turns,
-                                                      max_line_bytes, read_progress)
+                                                      max_line_bytes, read_progress, _arrow)
     qcols, qtable, qnames, qlabels = _read_source(queries, "queries", fields, fmt, turns,
-                                                  max_line_bytes, read_progress)
+                                                  max_line_bytes, read_progress, _arrow)
     if train is not None and fields is None and rnames and qnames and rnames != qnames:
         raise ValueError(f"eval compares {', '.join(qnames)} but train {', '.join(rnames)} "
                          "(inferred); name the compared columns with --fields (fields=)")
-    group_values = None
+    group_values: Any = None
     if by is not None:
         if isinstance(by, str):
             if qtable is None:
@@ -359,7 +375,7 @@ def scan(
             if by not in qtable:
                 raise ValueError(f"by: no column {by!r} in the eval table "
                                  f"(columns: {', '.join(qtable)})")
-            group_values, by_name = qtable[by], by
+            group_values, by_name = as_list(qtable[by]), by
         else:
             group_values, by_name = by, "group"
     say("tokenize: eval" + ("" if train is None else " and train"))

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from .._batches import read_whole_table
+from .._columns import ArrowColumn
 from .._lines import check_str, text_file_kind
 from .._optional import MissingExtra, require
 from .._progress import ProgressArg, check_progress, make_progress
@@ -113,10 +114,12 @@ def _read_progress(progress: ProgressArg, path: str) -> Iterator[ProgressArg]:
 
 
 def _collect_fast(src: Records, fmt: str, fields: Sequence[str] | None,
-                  max_line_bytes: int | None, progress: ProgressArg):
+                  max_line_bytes: int | None, progress: ProgressArg, arrow: bool = False):
     """:func:`_collect`, or the same table read by pyarrow (JSONL and text files;
-    see :func:`overlap._batches.read_whole_table`)."""
-    fast = read_whole_table(src.path, fmt, fields, max_line_bytes, progress=progress)
+    see :func:`overlap._batches.read_whole_table`; ``arrow``: its columns kept
+    as :class:`overlap._columns.ArrowColumn`)."""
+    fast = read_whole_table(src.path, fmt, fields, max_line_bytes, progress=progress,
+                            arrow=arrow)
     if fast is not None:
         src.close(False)  # its progress is not used: the fast reader reported
         return fast[0], fast[1], {}
@@ -336,7 +339,8 @@ def infer_fields(table: Mapping[str, list], where: str = "table") -> list[str]:
         return ["context", "response"]
     if TEXT_FIELD in table:
         return [TEXT_FIELD]
-    cands = [c for c, v in table.items() if _text_like(c, list(v))]
+    cands = [c for c, v in table.items()
+             if not (isinstance(v, ArrowColumn) and not v.is_string) and _text_like(c, list(v))]
     if len(cands) == 1:
         return cands
     have = ", ".join(table) or "none"
@@ -410,6 +414,24 @@ def read_named_fields(
     progress: ProgressArg = False,
 ) -> tuple[list[str], list[list[str]], dict[str, list]]:
     """:func:`read_fields`, and the field names it used first (inferred when not given)."""
+    return read_named_columns(source, fields, fmt, turns=turns, max_line_bytes=max_line_bytes,
+                              progress=progress)
+
+
+def read_named_columns(
+    source: str | os.PathLike | Any,
+    fields: Sequence[str] | str | None = None,
+    fmt: str | None = None,
+    *,
+    turns: int = 1,
+    max_line_bytes: int | None = None,
+    progress: ProgressArg = False,
+    arrow: bool = False,
+) -> tuple[list[str], list[Any], dict[str, Any]]:
+    """:func:`read_named_fields`; with ``arrow``, the columns of a JSONL or text
+    file read by pyarrow stay in Arrow buffers (:class:`overlap._columns.ArrowColumn`,
+    read-only sequences of the same values), for the command line's in-memory
+    paths.  In-memory tables and the stdlib reader's give lists either way."""
     names = None if fields is None else _parse_fields(fields)
     turns = check_int(turns, "turns", minimum=1)
     check_progress(progress)
@@ -426,7 +448,7 @@ def read_named_fields(
             src = open_records(where, fmt, turns=turns, max_line_bytes=max_line_bytes,
                                progress=cb, fields=names)
             # named fields are checked on every record as it is read
-            table, lines, absent = _collect_fast(src, fmt, names, max_line_bytes, cb)
+            table, lines, absent = _collect_fast(src, fmt, names, max_line_bytes, cb, arrow)
     read_checked = src is not None and names is not None  # every record, as it was read
     if names is None:
         names = infer_fields(table, where)
@@ -442,6 +464,9 @@ def read_named_fields(
                 check_str(v, where, f"row {i}", f"field {f!r}")
             continue
         # fields inferred from a file: checked now, with the errors of a named one
+        col: Any = table[f]
+        if isinstance(col, ArrowColumn) and col.is_string:
+            continue  # the arrow reader takes string columns without nulls only
         bad = next((i for i, v in enumerate(table[f]) if not isinstance(v, str)), None)
         if bad is not None:
             if f in absent and absent[f][0] <= bad:
@@ -463,7 +488,7 @@ STREAM_WRITE_FORMATS = ("csv", "tsv", "jsonl", "text")
 _WRITE_EVERY = 4096
 
 
-def _table_rows(table: dict[str, list]) -> int:
+def _table_rows(table: Mapping[str, Sequence]) -> int:
     if not isinstance(table, dict):
         raise TypeError(f"table must be a dict of column lists, got {type_name(table)}")
     lengths = {len(v) for v in table.values()}
@@ -472,7 +497,7 @@ def _table_rows(table: dict[str, list]) -> int:
     return lengths.pop() if lengths else 0
 
 
-def _check_text_column(table: dict[str, list], where: str) -> list:
+def _check_text_column(table: Mapping[str, Sequence], where: str) -> Sequence:
     if TEXT_FIELD not in table:
         raise ValueError(f"{where}: a text file holds the column {TEXT_FIELD!r}; the table "
                          f"has {', '.join(table) or 'none'}")
@@ -484,7 +509,7 @@ def _check_text_column(table: dict[str, list], where: str) -> list:
     return lines
 
 
-def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output", *,
+def write_rows(fh: Any, table: Mapping[str, Sequence], fmt: str, where: str = "output", *,
                progress: ProgressArg = False) -> None:
     """Write a table to an open text stream (a file, ``sys.stdout``) as CSV, TSV, JSONL or text.
 
@@ -513,11 +538,12 @@ def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output",
             w.writerow(cols)
         for a in range(0, n, _WRITE_EVERY):
             z = min(n, a + _WRITE_EVERY)
+            # a block of rows as Python values at a time (an ArrowColumn's slice is a list)
             if w is not None:
-                w.writerows([table[c][i] for c in cols] for i in range(a, z))
+                w.writerows(zip(*[table[c][a:z] for c in cols]))
             elif lines is None:
-                fh.writelines(json.dumps({c: table[c][i] for c in cols}, ensure_ascii=False)
-                              + "\n" for i in range(a, z))
+                fh.writelines(json.dumps(dict(zip(cols, row)), ensure_ascii=False) + "\n"
+                              for row in zip(*[table[c][a:z] for c in cols]))
             else:
                 fh.writelines(v + "\n" for v in lines[a:z])
             bar.update(z - a)
@@ -525,7 +551,22 @@ def write_rows(fh: Any, table: dict[str, list], fmt: str, where: str = "output",
         bar.close()
 
 
-def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None = None, *,
+def _parquet_column(col: Sequence) -> Any:
+    """What ``pa.table`` is given for a column: an ArrowColumn's array in one
+    chunk, ``string`` (as a list of str gives), else the column."""
+    if not isinstance(col, ArrowColumn):
+        return col
+    import pyarrow as pa
+
+    arr = col.arrow
+    if arr.null_count == len(arr):  # all None (or no row): pa.table types it null
+        return pa.nulls(len(arr))
+    if str(arr.type) == "large_string":
+        arr = arr.cast(pa.string())  # chunk by chunk: each is a block of the file
+    return arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+
+
+def write_table(path: str | os.PathLike, table: Mapping[str, Sequence], fmt: str | None = None, *,
                 progress: ProgressArg = False) -> None:
     """Write a table (dict of equally long lists) as CSV, TSV, JSONL, text or Parquet.
 
@@ -558,7 +599,7 @@ def write_table(path: str | os.PathLike, table: dict[str, list], fmt: str | None
         bar = make_progress(progress, n, "write", unit="row")
         tmp = temporary_name(p)
         try:
-            pq.write_table(pa.table(table), tmp)
+            pq.write_table(pa.table({k: _parquet_column(v) for k, v in table.items()}), tmp)
             os.replace(tmp, p)
             bar.update(n)
         except BaseException:
