@@ -23,7 +23,7 @@ MIN_DF = 32
 #: words, cheaper to add than a posting of a few entries whose references all
 #: become candidates: 1,000 Zipf rows (16 words a row) probed by 65,536 rows,
 #: dice 0.5, one thread, took 0.54 us a probe at 2 against 1.44 at 32
-#: (``bench/test_bench_join.py``, group join-small-index).
+#: (docs/algorithms.md).
 JOIN_MIN_DF = 2
 #: ... and at least n_refs / DF_PER_REFS (a bitmap row must replace a posting
 #: list long enough to pay for its n_refs / 8 bytes).

@@ -63,25 +63,22 @@ def use_bitslice(ref_fields: tuple, n_queries: int, min_score: float, bitslice) 
 
 
 #: The bit-sliced threshold join serves reference sets of at most this many
-#: rows (a bitmap row is then at most 64 words) ...
+#: rows (a bitmap row is then at most 64 words).
 JOIN_MAX_REFS = 4096
-#: ... below this threshold, where the postings kernel's prefix filter leaves
-#: it little to do.
-JOIN_HIGH_THRESHOLD = 0.9
 
 
-def use_bitslice_join(ref_fields: tuple, n_queries: int, threshold: float) -> bool:
+def use_bitslice_join(ref_fields: tuple, n_queries: int) -> bool:
     """Whether the bit-sliced kernel serves a threshold join (same pairs, same scores).
 
-    Measured on Zipf rows (``bench/test_bench_join.py``, docs/algorithms.md): with
-    1,000 references it takes 0.5-0.6 us a probe row against 2.4 for postings at
-    dice 0.5, 0.5 against 0.9 at 0.8; with 4,000, 1.3 against 5.4 at 0.5; with
-    16,000 it loses at 0.8 (2.2 against 1.6).  Honours :data:`FORCE_PATH` where
-    the bit-sliced kernel supports the input (sets).
+    Measured on Zipf rows (65,536 probe rows of 10-60 tokens, one thread,
+    docs/algorithms.md): against 1,000 references it took 0.5-1.0 us a probe
+    row where postings took 1.0-2.5, at every threshold from 0.5 to 1.0 (dice);
+    against 4,000, 0.5-1.2 against 0.8-7.0; against 16,000 it lost at 0.8 (2.2
+    against 1.6).  Honours :data:`FORCE_PATH` where the bit-sliced kernel
+    supports the input (sets).
     """
     if not supported(ref_fields):
         return False
     if FORCE_PATH is not None:
         return choose_path(ref_fields, n_queries) == "bitslice"
-    return (len(ref_fields[0]) <= JOIN_MAX_REFS and n_queries > 0
-            and threshold < JOIN_HIGH_THRESHOLD)
+    return len(ref_fields[0]) <= JOIN_MAX_REFS and n_queries > 0

@@ -346,7 +346,7 @@ class OverlapIndex:
         checked = self._check_queries(queries, qname, self._name)
         qfields, max_row, _ = checked
         n = len(self) if qfields is None else len(qfields[0])
-        if _dispatch.use_bitslice_join(self._fields, n, threshold):
+        if _dispatch.use_bitslice_join(self._fields, n):
             # the bit-sliced join where it pays (small reference sets; same pairs)
             run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
             work = query_work(self._fields if qfields is None else qfields)

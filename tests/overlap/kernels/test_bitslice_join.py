@@ -130,28 +130,26 @@ def test_multisets_fall_back_to_the_postings_join():
     assert index._bitslice._join_index is None  # never built
 
 
-def test_the_dispatch_rule_picks_small_reference_sets_below_high_thresholds():
+def test_the_dispatch_rule_picks_small_reference_sets_of_sets():
     small = (TokenSets.from_ids([[i, i + 1] for i in range(_dispatch.JOIN_MAX_REFS)]),)
     large = (TokenSets.from_ids([[i, i + 1] for i in range(_dispatch.JOIN_MAX_REFS + 1)]),)
     bags = (TokenSets.from_ids([[1, 1]], multiset=True),)
-    hi = _dispatch.JOIN_HIGH_THRESHOLD
-    assert _dispatch.use_bitslice_join(small, 10, 0.5)
-    assert not _dispatch.use_bitslice_join(small, 10, hi)
-    assert _dispatch.use_bitslice_join(small, 10, float(np.nextafter(hi, 0.0)))
-    assert not _dispatch.use_bitslice_join(large, 10, 0.5)
-    assert not _dispatch.use_bitslice_join(small, 0, 0.5)
-    assert not _dispatch.use_bitslice_join(bags, 10, 0.5)
+    assert _dispatch.use_bitslice_join(small, 10)
+    assert not _dispatch.use_bitslice_join(large, 10)
+    assert not _dispatch.use_bitslice_join(small, 0)
+    assert not _dispatch.use_bitslice_join(bags, 10)
     with forced_path("bitslice"):
-        assert _dispatch.use_bitslice_join(large, 10, hi)
-        assert not _dispatch.use_bitslice_join(bags, 10, 0.5)
+        assert _dispatch.use_bitslice_join(large, 10)
+        assert not _dispatch.use_bitslice_join(bags, 10)
     with forced_path("postings"):
-        assert not _dispatch.use_bitslice_join(small, 10, 0.5)
+        assert not _dispatch.use_bitslice_join(small, 10)
 
 
 def test_join_builds_the_bit_sliced_index_only_where_the_rule_picks_it():
     refs = TokenSets.from_ids([[1, 2, 3], [2, 3, 4]])
     index = OverlapIndex(refs)
-    index.join(refs, threshold=0.95)
+    with forced_path("postings"):
+        index.join(refs, threshold=0.5)
     assert index._bitslice._join_index is None
     index.join(refs, threshold=0.5)
     assert index._bitslice._join_index is not None
