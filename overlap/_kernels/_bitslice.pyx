@@ -33,6 +33,11 @@ One query (one thread handles it from start to end):
    computed directly and kept in the top-k, ties going to the lowest ORIGINAL
    index.
 
+A threshold join (``BitsliceIndex.join``, ``join_one``) runs the same steps
+with ``thr`` fixed at the threshold: every block whose length bound reaches it
+is counted once, in index order, without the best-first narrowing, and every
+survivor whose exact score reaches it is pushed to the thread's pair buffer.
+
 Every filter only over-selects (``need`` is the smallest integer count whose
 float score reaches ``thr``, and ``thr`` never exceeds the final k-th score),
 and the final decision is the float score and the original index, so the
