@@ -251,6 +251,9 @@ cdef class BitsliceIndex:
             raise ValueError("BitsliceIndex.join: inconsistent arguments")
         if upper_only and Q.n != self.x.n:
             raise ValueError("upper_only needs the references as queries")
+        if Q.c != NULL:
+            raise ValueError("BitsliceIndex.join: the queries must be sets (the bitmaps hold "
+                             "presence, not counts)")
         if not 0.0 < threshold <= 1.0:  # NaN fails too
             raise ValueError(f"BitsliceIndex.join: threshold must be in (0, 1], got {threshold}")
         if not 0 <= measure < N_MEASURES:

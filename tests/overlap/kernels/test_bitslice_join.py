@@ -181,6 +181,9 @@ def test_the_kernel_checks_its_arguments():
     with pytest.raises(ValueError, match="upper_only"):
         _kernel_call(queries=_index.collection((TokenSets.from_ids([[1]]),)), stop=1,
                      upper_only=True)
+    with pytest.raises(ValueError, match="must be sets"):
+        _kernel_call(queries=_index.collection((TokenSets.from_ids([[1, 1]], multiset=True),)),
+                     stop=1)
     with pytest.raises(ValueError, match="same fields"):
         two = (TokenSets.from_ids([[1]]), TokenSets.from_ids([[1]]))
         _kernel_call(queries=_index.collection(two), stop=1)
