@@ -26,10 +26,17 @@ the train context).  The queries are the first 1,000 test contexts (all
 6,740 with ``OVERLAP_BENCH_SLOW=1``: the peer's cosine takes about 20 minutes
 there); its candidates are settled with the integer test of each measure
 (:func:`bench._peers.passes_measure`) and must be exactly our pairs.
+
+Small indexed side: group ``join: train contexts vs 1,000 indexed test
+contexts`` times ``OverlapIndex.join`` over an index of 1,000 test contexts
+probed by every train context (a contamination scan's query index), on the
+postings kernel and on the bit-sliced one (``overlap._dispatch.FORCE_PATH``);
+both must list the same pairs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -37,6 +44,7 @@ import pytest
 from numpy.testing import assert_array_equal
 
 import overlap
+from overlap import _dispatch
 
 from ._peers import (
     MinHashLSHPeer,
@@ -331,3 +339,59 @@ def test_setsimilaritysearch_measure(benchmark, workload, ctx, measure_queries,
              exact=True, peer_threshold=peer.peer_threshold, candidates=int(left.shape[0]),
              build_seconds=round(build, 3),
              timed="SearchIndex.query of every test context (index prebuilt)", n_threads=1)
+
+
+# ------------------------------------------------------------------ small indexed side
+#: the eval side of a contamination scan: this many test contexts indexed, the
+#: train contexts probing them (what StreamMerger's ``index="queries"`` does per chunk)
+SMALL_INDEX_ROWS = 1000
+SMALL_T = 0.5
+
+
+@contextlib.contextmanager
+def forced_path(path: str):
+    """Run the block on one join kernel (``overlap._dispatch.FORCE_PATH``)."""
+    prev = _dispatch.FORCE_PATH
+    _dispatch.FORCE_PATH = path
+    try:
+        yield
+    finally:
+        _dispatch.FORCE_PATH = prev
+
+G_SMALL = (f"join: train contexts vs {SMALL_INDEX_ROWS:,} indexed test contexts, "
+           f"Dice >= {SMALL_T:g}, postings vs bit-sliced kernel")
+
+
+@pytest.fixture(scope="module")
+def small_index(ctx):
+    test = ctx[1]
+    return overlap.OverlapIndex(test.take(np.arange(min(SMALL_INDEX_ROWS, len(test)),
+                                                    dtype=np.int64)))
+
+
+@pytest.fixture(scope="module")
+def small_expected(small_index, ctx):
+    """The postings kernel's pairs, one thread, checked against the integer test."""
+    assert len(small_index) <= _dispatch.JOIN_MAX_REFS  # the bit-sliced kernel's default range
+    train = ctx[0]
+    with forced_path("postings"):
+        res = small_index.join(train, threshold=SMALL_T, n_threads=1)
+    inter = pair_intersections(train, small_index._fields[0], res.left, res.right)
+    a, b = train.sizes[res.left], small_index._fields[0].sizes[res.right]
+    assert passes_measure("dice", inter, a, b, SMALL_T).all()
+    return res
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+@pytest.mark.parametrize("path", ["postings", "bitslice"])
+def test_ours_small_index_join(benchmark, workload, ctx, small_index, small_expected, path,
+                               n_threads):
+    benchmark.group = G_SMALL
+    with forced_path(path):
+        small_index.join(ctx[0].take(np.arange(1)), threshold=SMALL_T)  # its index, built once
+        res = benchmark(small_index.join, ctx[0], threshold=SMALL_T, n_threads=n_threads)
+    _same(res, small_expected)
+    describe(benchmark, workload, n_left=len(ctx[0]), n_right=len(small_index),
+             threshold=SMALL_T, pairs=len(res), side="ours", kernel=path,
+             timed="OverlapIndex.join(train) on a prebuilt index over test contexts",
+             n_threads=n_threads or overlap.effective_n_threads(None))

@@ -342,8 +342,18 @@ class OverlapIndex:
                              call=f"a self-join ({qname}=None)")
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt)
-        parts = []
+        parts: list = []
+        checked = self._check_queries(queries, qname, self._name)
+        qfields, max_row, _ = checked
+        n = len(self) if qfields is None else len(qfields[0])
+        if _dispatch.use_bitslice_join(self._fields, n):
+            # the bit-sliced join where it pays (small reference sets; same pairs)
+            run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
+            work = query_work(self._fields if qfields is None else qfields)
+            _run_chunks(run, work, nt, progress, "overlap_join")
+            return JoinResult(*_pairs.sorted_pairs(parts, n, len(self), nt))
+        qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt,
+                                                              checked)
         # the chunks' calls share their per-thread scratch
         pool = _runner.ScratchPool(nt, len(self), max_row, self.n_fields, max_mass, 1)
 

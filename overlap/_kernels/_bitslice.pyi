@@ -48,6 +48,17 @@ class BitsliceIndex:
         out_index: NDArray[np.int64],
         measure: int = ...,
     ) -> None: ...
+    def join(
+        self,
+        queries: Collection,
+        start: int,
+        stop: int,
+        threshold: float,
+        upper_only: bool,
+        max_row: int,
+        n_threads: int,
+        measure: int = ...,
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]: ...
 
 def fill_field(
     indptr: NDArray[np.int64],

@@ -33,6 +33,11 @@ One query (one thread handles it from start to end):
    computed directly and kept in the top-k, ties going to the lowest ORIGINAL
    index.
 
+A threshold join (``BitsliceIndex.join``, ``join_one``) runs the same steps
+with ``thr`` fixed at the threshold: every block whose length bound reaches it
+is counted once, in index order, without the best-first narrowing, and every
+survivor whose exact score reaches it is pushed to the thread's pair buffer.
+
 Every filter only over-selects (``need`` is the smallest integer count whose
 float score reaches ``thr``, and ``thr`` never exceeds the final k-th score),
 and the final decision is the float score and the original index, so the
@@ -57,8 +62,8 @@ from overlap._kernels._sort cimport chunk_first_slots
 from overlap._kernels._cpu cimport current_level, cpu_detect_level
 from overlap._kernels._collection cimport Collection
 from overlap._kernels._limits cimport MAX_FIELDS
-from overlap._kernels._runner cimport Hooks, PairBuf, TopK, run_queries
-from overlap._kernels._types cimport Coll, VocabSlot
+from overlap._kernels._runner cimport Hooks, PairBuf, TopK, push_pair, run_queries
+from overlap._kernels._types cimport Coll, VocabSlot, row_id
 from overlap._kernels._vocab cimport vocab_lookup
 from overlap._kernels._checks cimport check_flat, longest_row
 
@@ -134,6 +139,9 @@ ctypedef struct Scratch:
     int64_t n_blocks         # blocks counted
     int64_t n_cand           # references scored
     int64_t seed_r           # renumbered reference scored before the scan (-1: none)
+    PairBuf* pairs           # a join's pairs (NULL: top-k), and the query's row id
+    int64_t qrow
+    bint upper               # a self-join: only references above the query's row
 
 
 cdef class BitsliceIndex:
@@ -215,12 +223,86 @@ cdef class BitsliceIndex:
         T.measure = measure
         T.max_row = max_row
         T.kern = kernels_for(current_level())
+        T.join = False
         cdef int ok = run_queries(&BITSLICE_HOOKS, &T, Q, start, stop, k, n_threads,
                                   &out_score[0, 0], &out_index[0, 0], NULL, &sv[0, 0],
                                   NULL, 0)
         self.last_stats = stats.sum(axis=0)
         if ok != 0:
             raise MemoryError("overlap bit-sliced search: out of memory for per-thread scratch")
+
+    def join(self, Collection queries, int64_t start, int64_t stop, double threshold,
+             bint upper_only, int64_t max_row, int n_threads, int measure=0):
+        """Pairs (query, reference, score) with score >= threshold for
+        queries[start:stop], unsorted (``_pairs.sorted_pairs`` orders them);
+        ``measure`` is a ``_bounds.Measure`` (0: dice), scored from the query's side.
+        ``upper_only`` (a self-join: the references as queries): only the
+        pairs whose reference index is above the query's.
+
+        ``threshold`` must lie in (0, 1].  The queries' rows and sizes were
+        checked when the Collection was made; its row ids (``ids``) are reported.
+        """
+        cdef const Coll* Q = &queries.c
+        cdef int64_t total = 0, pos = 0
+        cdef int n_buffers = max(1, n_threads), t, ok
+        if Q.F != self.x.F:
+            raise ValueError("queries and references must have the same fields")
+        if not 0 <= start <= stop <= Q.n:
+            raise ValueError("BitsliceIndex.join: inconsistent arguments")
+        if upper_only and Q.n != self.x.n:
+            raise ValueError("upper_only needs the references as queries")
+        if Q.c != NULL:
+            raise ValueError("BitsliceIndex.join: the queries must be sets (the bitmaps hold "
+                             "presence, not counts)")
+        if not 0.0 < threshold <= 1.0:  # NaN fails too
+            raise ValueError(f"BitsliceIndex.join: threshold must be in (0, 1], got {threshold}")
+        if not 0 <= measure < N_MEASURES:
+            raise ValueError(f"BitsliceIndex.join: measure {measure} is not a _bounds.Measure")
+        if longest_row(queries.arrays[0], Q.F, Q.n, start, stop) > max_row:
+            raise ValueError(f"BitsliceIndex.join: a query row is longer than max_row={max_row}")
+        stats = np.zeros((n_buffers, 2), dtype=np.int64)
+        cdef int64_t[:, ::1] sv = stats
+        cdef BTask T
+        T.Q = Q
+        T.X = &self.x
+        T.k = 1
+        T.floor_score = threshold
+        T.exclude = upper_only
+        T.measure = measure
+        T.max_row = max_row
+        T.kern = kernels_for(current_level())
+        T.join = True
+        cdef PairBuf* bufs = <PairBuf*>calloc(n_buffers, sizeof(PairBuf))
+        if bufs == NULL:
+            raise MemoryError("overlap bit-sliced join: out of memory")
+        try:
+            ok = 0
+            if stop > start:
+                ok = run_queries(&BITSLICE_HOOKS, &T, Q, start, stop, 1, n_buffers,
+                                 NULL, NULL, bufs, &sv[0, 0], NULL, 0)
+            self.last_stats = stats.sum(axis=0)
+            if ok != 0:
+                raise MemoryError("overlap bit-sliced join: out of memory for per-thread scratch")
+            for t in range(n_buffers):
+                if bufs[t].failed:
+                    raise MemoryError("overlap bit-sliced join: out of memory for the result pairs")
+                total += bufs[t].n
+            left = np.empty(total, dtype=np.int64)
+            right = np.empty(total, dtype=np.int64)
+            score = np.empty(total, dtype=np.float64)
+            for t in range(n_buffers):
+                if bufs[t].n:
+                    left[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].i
+                    right[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].j
+                    score[pos:pos + bufs[t].n] = <double[:bufs[t].n]>bufs[t].s
+                    pos += bufs[t].n
+            return left, right, score
+        finally:
+            for t in range(n_buffers):
+                free(bufs[t].i)
+                free(bufs[t].j)
+                free(bufs[t].s)
+            free(bufs)
 
 
 cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):
@@ -612,7 +694,7 @@ cdef void scan_block(const BIndex* X, int64_t blk, int k, double floor_score,
         any_cand = refilter(X, s, f, w0, kern, mk)
     if any_cand == 0:
         return
-    if s.n_frequent[0] > 0:
+    if s.n_frequent[0] > 0 and s.pairs == NULL:
         # best first: the survivors with the block's largest field-0 count are
         # scored before the others, which raises thr and thins the rest
         epoch = s.epoch
@@ -652,8 +734,14 @@ cdef inline void score_bits(const BIndex* X, Scratch* s, int64_t w0, int j, uint
             if d < sc:
                 sc = d
         if sc > 0.0 and sc >= s.thr:
-            topk_insert(s.top.ks, s.top.ki, &s.top.nk, k, sc, X.order[r])
-            update_threshold(s, k, floor_score)
+            if s.pairs != NULL:
+                # a join: thr is the fixed threshold
+                if ((not s.upper or X.order[r] > s.qrow)
+                        and push_pair(s.pairs, s.qrow, X.order[r], sc) != 0):
+                    s.pairs.failed = 1
+            else:
+                topk_insert(s.top.ks, s.top.ki, &s.top.nk, k, sc, X.order[r])
+                update_threshold(s, k, floor_score)
 
 
 cdef void score_one(const BIndex* X, Scratch* s, int64_t r, int k,
@@ -783,16 +871,44 @@ cdef void search_one(const Coll* Q, int64_t qi, const BIndex* X, int k, double f
     reset_query(X, s)
 
 
+cdef void join_one(const Coll* Q, int64_t qi, const BIndex* X, double threshold, bint upper,
+                   Scratch* s, Kernels kern, MeasureArg mk, PairBuf* pairs) noexcept nogil:
+    """Every reference whose score with query qi is >= threshold, pushed to pairs
+    (``upper``: only references whose original index is above the query's row id).
+
+    The blocks are those of the top-k scan, every one whose length bound
+    reaches the threshold; thr stays the threshold, so each survivor is scored
+    once and kept on its own float score.
+    """
+    cdef int64_t nblk = X.nw // BS_BLOCK, blk
+    cdef double b
+    s.top.nk = 0
+    s.epoch += 1  # new query sizes: the cached need counts are stale
+    s.thr = threshold
+    s.seed_r = -1
+    s.pairs = pairs
+    s.qrow = row_id(Q, qi)
+    s.upper = upper
+    if prepare_query(Q, qi, X, s):
+        for blk in range(nblk):
+            b = block_bound(X, s, blk, mk)
+            if b > 0.0 and b >= threshold:
+                scan_block(X, blk, 1, threshold, -1, s, kern, mk)
+    s.pairs = NULL
+    reset_query(X, s)
+
+
 ctypedef struct BTask:
     # what one bit-sliced call does; the same for every query of the call
     const Coll* Q
     const BIndex* X
     int k
     double floor_score
-    bint exclude             # skip reference qi (all-vs-rest)
+    bint exclude             # skip reference qi (all-vs-rest); a join: only j > i
     int measure              # the score (_bounds.Measure)
     int64_t max_row
     Kernels kern             # the block kernels of the call's CPU level
+    bint join                # a threshold join (pairs) rather than a top-k
 
 
 cdef void* bitslice_scratch_new(const void* ctx) noexcept nogil:
@@ -847,7 +963,13 @@ cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
     # Dice runs a copy compiled for it alone (_bounds.MeasureArg)
     cdef DiceOnly dice = 0
     cdef AnyMeasure any_measure = T.measure
-    if T.measure == DICE:
+    if T.join:
+        if T.measure == DICE:
+            join_one(T.Q, qi, T.X, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice, pairs)
+        else:
+            join_one(T.Q, qi, T.X, T.floor_score, T.exclude, <Scratch*>s, T.kern, any_measure,
+                     pairs)
+    elif T.measure == DICE:
         search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice)
     else:
         search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern,

@@ -123,11 +123,12 @@ def test_search_keeps_every_score_at_the_threshold(case, measure, path, level, n
 
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("level", ALL_LEVELS)
+@pytest.mark.parametrize("path", ["postings", "bitslice"])
 @pytest.mark.parametrize("measure", MEASURES)
-def test_join_keeps_every_score_at_the_threshold(case, measure, level, n_threads):
+def test_join_keeps_every_score_at_the_threshold(case, measure, path, level, n_threads):
     queries, refs, scores = case
     want_all = scores[measure]
-    with cpu_level(level):
+    with forced_path(path), cpu_level(level):
         index = OverlapIndex(refs, n_threads=n_threads)
         for t in _thresholds(want_all):
             got = index.join(queries, threshold=t, measure=measure, n_threads=n_threads)
