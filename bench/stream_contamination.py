@@ -104,7 +104,7 @@ def eval_set(pool: list[str], n_rows: int, n_eval: int, seed: int):
 
 
 def convert(corpus: str, out: str, fmt: str) -> str:
-    """The JSONL shards of ``corpus`` written as gzip JSONL or Parquet shards in ``out``."""
+    """The JSONL shards of ``corpus`` written as gzip or Zstandard JSONL, or Parquet, in ``out``."""
     os.mkdir(out)
     for name in sorted(os.listdir(corpus)):
         src = os.path.join(corpus, name)
@@ -114,12 +114,17 @@ def convert(corpus: str, out: str, fmt: str) -> str:
             with open(src, "rb") as f, gzip.open(os.path.join(out, stem + ".jsonl.gz"), "wb",
                                                  compresslevel=1) as g:
                 shutil.copyfileobj(f, g, 1 << 24)
+        elif fmt == "zst":
+            import pyarrow as pa
+            with open(src, "rb") as f, pa.CompressedOutputStream(
+                    os.path.join(out, stem + ".jsonl.zst"), "zstd") as z:
+                shutil.copyfileobj(f, z, 1 << 24)
         elif fmt == "parquet":
             import pyarrow.json as pj
             import pyarrow.parquet as pq
             pq.write_table(pj.read_json(src), os.path.join(out, stem + ".parquet"))
         else:
-            raise SystemExit(f"--formats: unknown format {fmt!r} (jsonl, gz, parquet)")
+            raise SystemExit(f"--formats: unknown format {fmt!r} (jsonl, gz, zst, parquet)")
     return out
 
 
@@ -173,7 +178,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--formats", default="jsonl",
                     help="comma-separated corpus formats scanned: jsonl, gz (gzip JSONL "
-                         "shards), parquet (default jsonl)")
+                         "shards), zst (Zstandard JSONL shards), parquet (default jsonl)")
     ap.add_argument("--engines", default="arrow",
                     help="comma-separated readers: arrow, python (default arrow)")
     ap.add_argument("--engine", default="auto", help=argparse.SUPPRESS)

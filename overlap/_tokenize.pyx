@@ -526,6 +526,21 @@ cdef int64_t decode_lower(const uint8_t* p, Py_ssize_t n, uint32_t* out) noexcep
 
 cdef int _lower_ok = -1  # -1: not checked yet
 cdef int64_t WIDE_ROW_BYTES = 1 << 22
+# scan_utf8 scans its rows in batches of about this many slots (one a byte of
+# text): one scratch buffer, reused by every batch, so that a call touches (and
+# the OS zeroes) about 8 MiB of fresh memory, not 8 bytes for every byte of text
+# (that zeroing was a quarter of a stream scan's time)
+cdef int64_t BATCH_SLOTS = 1 << 20
+
+
+def batch_slots(int64_t slots=0):
+    """scan_utf8's batch size in slots; ``slots`` > 0 sets it (tests use tiny
+    batches to cross batch edges).  Returns the size before the call."""
+    global BATCH_SLOTS
+    cdef int64_t before = BATCH_SLOTS
+    if slots > 0:
+        BATCH_SLOTS = slots
+    return before
 
 
 def lower_matches_str_lower():
@@ -616,52 +631,105 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     sv[0] = 0
     for i in range(n):
         sv[i + 1] = sv[i] + (1 if mode == MODE_WHOLE else offsets[i + 1] - offsets[i])
-    buf = np.empty(max(sv[n], 1), dtype=np.uint64)
-    cnt = np.empty(max(sv[n], 1) if multiset else 1, dtype=np.uint32)
+    cdef int64_t widest = 0, m, a, b, base_slot, cap
+    for i in range(n):
+        widest = max(widest, <int64_t>(offsets[i + 1] - offsets[i]))
+    # a batch's slots (at least one row, at least a few dynamic chunks a thread)
+    cap = max(BATCH_SLOTS, <int64_t>n_threads * (BATCH_SLOTS >> 3))
+    cap = min(max(sv[n], 1), max(cap, 1 if mode == MODE_WHOLE else widest))
+    buf = np.empty(cap, dtype=np.uint64)
+    cnt = np.empty(cap if multiset else 1, dtype=np.uint32)
     lengths = np.empty(n, dtype=np.int64)
+    # row i's rows in the compact output of the batches: coff[i]..coff[i] + lengths[i]
+    coff_arr = np.zeros(n + 1, dtype=np.int64)
+    cdef int64_t[::1] coff = coff_arr
     cdef uint64_t[::1] bv = buf
     cdef uint32_t[::1] cv = cnt
     cdef int64_t[::1] lv = lengths
     cdef uint64_t* bp = &bv[0]
     cdef uint32_t* cp = &cv[0]
+    cdef uint64_t* pp
+    cdef uint32_t* pc
+    cdef uint64_t[::1] pv
+    cdef uint32_t[::1] pcv
     cdef const uint8_t* dp = &data[0] if nd else NULL
     cdef uint64_t basis = seed_basis(seed)
-    cdef int64_t m, widest = 0
     cdef uint32_t* scratch
     cdef bint wide_in_c = lower_matches_str_lower()
-    for i in range(n):
-        widest = max(widest, <int64_t>(offsets[i + 1] - offsets[i]))
     # non-ASCII rows longer than WIDE_ROW_BYTES go to Python: 16 MiB a thread at most
     widest = min(widest, WIDE_ROW_BYTES)
-    with nogil, parallel(num_threads=n_threads):
-        # this thread's code points of one row (a row has at most as many as bytes)
-        scratch = <uint32_t*>malloc(<size_t>(widest + 1) * sizeof(uint32_t)) if wide_in_c else NULL
-        for i in prange(n, schedule="dynamic", chunksize=256):
-            lo = offsets[i]
-            hi = offsets[i + 1]
-            if is_ascii(dp + lo, hi - lo):
-                m = scan_ascii(dp + lo, hi - lo, mode, basis, bp + sv[i])
-            else:
-                m = -1
-                if scratch != NULL and hi - lo <= widest:
-                    m = decode_lower(dp + lo, hi - lo, scratch)
-                if m < 0:  # to Python
-                    lv[i] = -1
-                    continue
-                m = scan_one(4, scratch, m, mode, basis, bp + sv[i])
-            if ordered:
-                lv[i] = m
-            else:
-                lv[i] = finalize_row(bp + sv[i], m, ngram, multiset,
-                                     (cp + sv[i]) if multiset else cp)
-        free(scratch)
+    parts = []
+    part_counts = []
+    a = 0
+    while a < n:
+        b = a + 1
+        while b < n and sv[b + 1] - sv[a] <= cap:
+            b += 1
+        base_slot = sv[a]
+        with nogil, parallel(num_threads=n_threads):
+            # this thread's code points of one row (a row has at most as many as bytes)
+            scratch = (<uint32_t*>malloc(<size_t>(widest + 1) * sizeof(uint32_t))
+                       if wide_in_c else NULL)
+            for i in prange(a, b, schedule="dynamic", chunksize=256):
+                lo = offsets[i]
+                hi = offsets[i + 1]
+                if is_ascii(dp + lo, hi - lo):
+                    m = scan_ascii(dp + lo, hi - lo, mode, basis, bp + (sv[i] - base_slot))
+                else:
+                    m = -1
+                    if scratch != NULL and hi - lo <= widest:
+                        m = decode_lower(dp + lo, hi - lo, scratch)
+                    if m < 0:  # to Python
+                        lv[i] = -1
+                        continue
+                    m = scan_one(4, scratch, m, mode, basis, bp + (sv[i] - base_slot))
+                if ordered:
+                    lv[i] = m
+                else:
+                    lv[i] = finalize_row(bp + (sv[i] - base_slot), m, ngram, multiset,
+                                         (cp + (sv[i] - base_slot)) if multiset else cp)
+            free(scratch)
+        # the batch's rows, packed (the rows that go to Python hold nothing yet)
+        for i in range(a, b):
+            coff[i + 1] = coff[i] + (lv[i] if lv[i] > 0 else 0)
+        part = np.empty(coff[b] - coff[a], dtype=np.uint64)
+        part_cnt = np.empty(coff[b] - coff[a] if multiset else 0, dtype=np.uint32)
+        if coff[b] > coff[a]:
+            pv = part
+            pp = &pv[0]
+            pc = NULL
+            if multiset:
+                pcv = part_cnt
+                pc = &pcv[0]
+            with nogil:
+                for i in prange(a, b, num_threads=n_threads, schedule="dynamic",
+                                chunksize=4096):
+                    if lv[i] > 0:
+                        memcpy(pp + (coff[i] - coff[a]), bp + (sv[i] - base_slot),
+                               <size_t>lv[i] * sizeof(uint64_t))
+                        if multiset:
+                            memcpy(pc + (coff[i] - coff[a]), cp + (sv[i] - base_slot),
+                                   <size_t>lv[i] * sizeof(uint32_t))
+        parts.append(part)
+        part_counts.append(part_cnt)
+        a = b
+    del buf, cnt
+    if len(parts) == 1:
+        comp, comp_cnt = parts[0], part_counts[0]
+    elif parts:
+        comp, comp_cnt = np.concatenate(parts), np.concatenate(part_counts)
+    else:
+        comp = np.empty(0, dtype=np.uint64)
+        comp_cnt = np.empty(0, dtype=np.uint32)
+    del parts, part_counts
     # the other rows: decoded and lower-cased by Python, then the str path's kernels
     wide = np.flatnonzero(lengths < 0)
     cdef Py_ssize_t nw = wide.shape[0]
     cdef const int64_t[::1] wv = wide
-    row_lengths = lengths
     w_indptr = w_hashes = w_counts = None
     cdef list lowered = []
+    if nw == 0:  # the packed batches are the rows
+        return coff_arr, comp, (comp_cnt if multiset else None)
     if nw:
         for j in range(nw):
             i = wv[j]
@@ -681,8 +749,8 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
         else:
             w_indptr, w_hashes, w_counts = finalize_rows(w_ip, w_raw, ngram, multiset,
                                                          n_threads)
-        row_lengths = lengths.copy()
-        row_lengths[wide] = np.diff(w_indptr)
+    row_lengths = lengths.copy()
+    row_lengths[wide] = np.diff(w_indptr)
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(row_lengths, out=indptr[1:])
     out = np.empty(indptr[n], dtype=np.uint64)
@@ -690,13 +758,15 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     cdef const int64_t[::1] ip = indptr
     cdef uint64_t[::1] ov = out
     cdef uint32_t[::1] oc = out_cnt
+    cdef const uint64_t[::1] kv = comp
+    cdef const uint32_t[::1] kc = comp_cnt
     with nogil:
         for i in prange(n, num_threads=n_threads, schedule="dynamic", chunksize=4096):
             lo = lv[i]  # -1 for the rows that went through Python
             for k in range(lo):
-                ov[ip[i] + k] = bp[sv[i] + k]
+                ov[ip[i] + k] = kv[coff[i] + k]
                 if multiset:
-                    oc[ip[i] + k] = cp[sv[i] + k]
+                    oc[ip[i] + k] = kc[coff[i] + k]
     cdef const int64_t[::1] wip
     cdef const uint64_t[::1] wh
     cdef const uint32_t[::1] wc

@@ -111,8 +111,8 @@ TEXTS = st.lists(st.one_of(ASCII_RUNS, ASCII_ANY, UNICODE), max_size=12)
 @settings(max_examples=200, suppress_health_check=FIXTURE_OK)
 @given(TEXTS, st.sampled_from(PRESETS), st.integers(1, 3), st.booleans(),
        st.sampled_from(SEEDS), st.sampled_from(TYPES), st.data())
-def test_arrow_column_equals_the_list(non_ascii_in, texts, preset, ngram, multiset, seed, typ,
-                                     data):
+def test_arrow_column_equals_the_list(non_ascii_in, batch, texts, preset, ngram, multiset,
+                                     seed, typ, data):
     want = TokenSets.from_texts(texts, preset, ngram, multiset, seed=seed)
     col = pa.array(texts, _type(typ))
     _same(TokenSets.from_texts(col, preset, ngram, multiset, seed=seed), want)
@@ -132,7 +132,7 @@ def test_arrow_column_equals_the_list(non_ascii_in, texts, preset, ngram, multis
 @settings(max_examples=150, suppress_health_check=FIXTURE_OK)
 @given(TEXTS, st.sampled_from(MODES), st.integers(1, 3), st.booleans(),
        st.sampled_from(SEEDS), st.sampled_from(TYPES), st.sampled_from([1, 2]))
-def test_kernel_equals_the_str_kernels_in_every_mode(non_ascii_in, texts, mode, ngram,
+def test_kernel_equals_the_str_kernels_in_every_mode(non_ascii_in, batch, texts, mode, ngram,
                                                      multiset, seed, typ, n_threads):
     got = _kernel(pa.array(texts, _type(typ)), mode, seed, ngram, multiset, n_threads)
     _same_rows(got, _kernel_reference(texts, mode, seed, ngram, multiset))
@@ -208,7 +208,7 @@ def test_empty_inputs():
 
 @needs_arrow
 @pytest.mark.parametrize("n_threads", [1, 2, None])
-def test_many_rows_and_threads(n_threads, rng):
+def test_many_rows_and_threads(n_threads, rng, batch):
     words = ["The", "cat", "sat,", "on", "the", "mat...", "Ünïcode", "?!", "日本", "ΑΣ"]
     pick = rng.integers(0, len(words), size=(5000, 6))
     texts = [" ".join(words[j] for j in row) for row in pick]
@@ -216,6 +216,15 @@ def test_many_rows_and_threads(n_threads, rng):
     for preset in PRESETS:
         _same(TokenSets.from_texts(col, preset, 2, True, n_threads),
               TokenSets.from_texts(texts, preset, 2, True, 1))
+
+
+@pytest.fixture(params=[0, 1, 5, 64], ids=lambda n: f"batch{n or 'default'}")
+def batch(request):
+    """scan_utf8's batches: the default (one batch here), and tiny ones so that
+    rows, empty rows and long rows fall on every side of a batch edge."""
+    before = _tokenize.batch_slots(request.param)
+    yield request.param
+    _tokenize.batch_slots(before)
 
 
 @pytest.fixture(params=["c", "python"])
@@ -368,7 +377,7 @@ def _raw_column(rows: list[bytes], large: bool = False):
                                  b"\xe0\x80\x80", b"\xe0\x9f\xbf", b"\xf0\x80\x80\x80",
                                  b"\xf0\x8f\xbf\xbf", b"\xf4\x90\x80\x80", b"\xf5\x80\x80\x80",
                                  b"\xf0\x9f\x98", b"\xe2\x82", b"ok \x80 ok", "é".encode() + b"\xbf"])
-def test_invalid_utf8_is_an_error_naming_the_row(bad):
+def test_invalid_utf8_is_an_error_naming_the_row(bad, batch):
     for large in (False, True):
         col = _raw_column([b"fine", "ünï".encode(), bad, b"after"], large)
         with pytest.raises(ValueError, match=r"texts\[2\] is not valid UTF-8"):

@@ -221,15 +221,20 @@ def test_verification_path_directly():
 
 
 # --------------------------------------------------------- token streams
+@pytest.mark.parametrize("slots", [0, 1, 3])  # scan_utf8's batches: default, tiny
 @settings(max_examples=40, deadline=None)
 @given(texts=st.lists(st.text(max_size=30), max_size=8),
        tok=st.sampled_from(["wordpunct", "whitespace", "char", "intl"]))
-def test_ordered_utf8_scan_equals_the_str_scan(texts, tok):
+def test_ordered_utf8_scan_equals_the_str_scan(slots, texts, tok):
     pa = pytest.importorskip("pyarrow", reason="the Arrow path needs pyarrow")
     mode = {"wordpunct": 0, "whitespace": 1, "char": 2, "intl": 4}[tok]
     ip, h = _tokenize.scan_texts([t.lower() for t in texts], mode, 7, 2)
     col = pa.array(texts, type=pa.string())
-    a_ip, a_h = token_streams(col, tok, 7, 2)
+    before = _tokenize.batch_slots(slots)
+    try:
+        a_ip, a_h = token_streams(col, tok, 7, 2)
+    finally:
+        _tokenize.batch_slots(before)
     np.testing.assert_array_equal(a_ip, ip)
     np.testing.assert_array_equal(a_h, h)
     # the set path is untouched by the ordered flag
