@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, from_rows, record_batches,
-                           valid_utf8)
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, count_bytes, from_rows,
+                           record_batches, valid_utf8)
 from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
@@ -70,7 +70,7 @@ def _record_blocks(blocks: Blocks, cap: int) -> Iterator[tuple[bytes, int]]:
             first = before
         pieces.append(block)
         held += len(block)
-        quotes += block.count(b'"')
+        quotes += count_bytes(block, b'"')
         if quotes % 2 == 0 or held > cap:
             yield (pieces[0] if len(pieces) == 1 else b"".join(pieces)), first
             pieces, held, quotes = [], 0, 0

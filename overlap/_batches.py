@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, from_rows, record_batches,
-                           valid_utf8)
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, count_bytes, from_rows,
+                           record_batches, valid_utf8)
 from ._optional import require
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
@@ -189,7 +189,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
         return None  # Python refuses a BOM inside the file
     if not valid_utf8(block):
         return None
-    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    lines = count_bytes(block, b"\n") + (not block.endswith(b"\n"))
     schema = pa.schema([(f, pa.string()) for f in fields])
     try:
         table = pj.read_json(
@@ -218,7 +218,7 @@ def _may_nest_deeply(block: bytes, lines: int) -> bool:
     Sound only once every line is known to hold a JSON object (pyarrow's row
     count equals the line count): each line then holds one ``{`` at least, and
     the count beyond that bounds any one line's."""
-    openers = block.count(b"[") + block.count(b"{") - (lines - 1)
+    openers = count_bytes(block, b"[{") - (lines - 1)
     return openers >= NESTING_GUARD and _max_openers(block) >= NESTING_GUARD
 
 
@@ -392,7 +392,7 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
         return None
     if not valid_utf8(block):
         return None
-    lines = block.count(b"\n") + (not block.endswith(b"\n"))
+    lines = count_bytes(block, b"\n") + (not block.endswith(b"\n"))
     # first the rows, with no column inferred (pyarrow's type inference overflows
     # its stack on a deeply nested value, so the nesting is checked before it)
     options = pj.ReadOptions(use_threads=True, block_size=len(block) + 1)

@@ -13,7 +13,8 @@ for bit, for any chunking.
 Memory is the queries, one chunk (its texts, token sets and index) and the
 ``n_queries x top_k`` running best: independent of the corpus size.
 :func:`scan_stream` reads and tokenizes the next chunk on a background thread
-while one is searched (``prefetch=True``), so it holds two chunks at a time.
+while one is searched when ``prefetch=True`` (the default from
+:data:`PREFETCH_MIN_THREADS` kernel threads on), and then holds two chunks at a time.
 
 Two ways to search one chunk, chosen per chunk by ``index=``:
 
@@ -64,6 +65,7 @@ from .tokensets import Tokenizer, TokenSets
 
 __all__ = [
     "AUTO_QUERIES_CUTOFF",
+    "PREFETCH_MIN_THREADS",
     "StreamMerger",
     "StreamScanResult",
     "stream_max_overlap",
@@ -74,6 +76,8 @@ __all__ = [
 
 #: ``index="auto"`` indexes the queries once the cut-off reaches this score.
 AUTO_QUERIES_CUTOFF = 0.5
+#: ``scan_stream`` prefetches by default from this many kernel threads on.
+PREFETCH_MIN_THREADS = 4
 #: Chunk rows per threshold join when the queries are indexed.
 JOIN_ROWS = 8192
 
@@ -390,7 +394,7 @@ def scan_stream(
     keep_text: bool = True,
     n_threads: int | None = None,
     progress: ProgressArg = False,
-    prefetch: bool = True,
+    prefetch: bool | None = None,
     engine: str | None = None,
 ) -> StreamScanResult:
     """Scan eval samples against a training corpus read from disk in chunks.
@@ -420,12 +424,15 @@ def scan_stream(
         True: a bar over bytes read (tqdm on a terminal, plain lines in a log,
         with MB/s and the time left); a callable receives ``(bytes_done,
         bytes_total)``.
-    prefetch : bool, default True
+    prefetch : bool, optional
         Read and tokenize chunk ``i + 1`` on a background thread while chunk
         ``i`` is searched (pyarrow's reading and the tokenizer and search
-        kernels run without the GIL, so both cores work).  Memory: two chunks
-        (the one searched and the one being read) instead of one.  The result
-        is the same either way.
+        kernels run without the GIL).  Memory: two chunks (the one searched
+        and the one being read) instead of one.  The result is the same
+        either way.  Default: on with :data:`PREFETCH_MIN_THREADS` kernel
+        threads or more.  On two cores, where the tokenizer and the search
+        each use both, running them at once was 10-20 % slower than one
+        after the other (docs/streaming.md).
     engine : {"auto", "arrow", "python"}, optional
         How files are read (:func:`overlap.stream_readers.read_chunks`).
 
@@ -466,6 +473,8 @@ def scan_stream(
     bar = make_progress(progress, total, "scan_stream", "B")
     shards: list[list] = []
     nbytes = 0
+    if prefetch is None:
+        prefetch = effective_n_threads(nt) >= PREFETCH_MIN_THREADS
     work = Prefetch(prepared(chunks)) if prefetch else prepared(chunks)
     try:
         for chunk, refs in work:
