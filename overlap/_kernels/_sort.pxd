@@ -9,18 +9,106 @@ cdef inline int cmp_u64(const void* a, const void* b) noexcept nogil:
     return (x > y) - (x < y)
 
 
+cdef enum:
+    # rows up to this long are merge-sorted through a buffer on the stack
+    MERGE_SORT_MAX = 512
+
+
+cdef inline void insertion_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+    cdef int64_t i, j
+    cdef uint64_t v
+    for i in range(1, n):
+        v = a[i]
+        j = i
+        while j >= 1 and a[j - 1] > v:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = v
+
+
+cdef inline void sort4_u64(uint64_t* a) noexcept nogil:
+    """Four values in order by a five-comparator network (no branches)."""
+    cdef uint64_t p, q
+    p = a[0]; q = a[1]; a[0] = p if p < q else q; a[1] = q if p < q else p
+    p = a[2]; q = a[3]; a[2] = p if p < q else q; a[3] = q if p < q else p
+    p = a[0]; q = a[2]; a[0] = p if p < q else q; a[2] = q if p < q else p
+    p = a[1]; q = a[3]; a[1] = p if p < q else q; a[3] = q if p < q else p
+    p = a[1]; q = a[2]; a[1] = p if p < q else q; a[2] = q if p < q else p
+
+
+cdef inline void merge_u64(const uint64_t* a, int64_t na, const uint64_t* b, int64_t nb,
+                           uint64_t* out) noexcept nogil:
+    """Two ascending runs into ``out``; the choice of each step is data, not a
+    branch (random hashes would mispredict half of them)."""
+    cdef int64_t i = 0, j = 0, k = 0
+    cdef uint64_t x, y
+    cdef bint t
+    while i < na and j < nb:
+        x = a[i]
+        y = b[j]
+        t = y < x
+        out[k] = y if t else x
+        k += 1
+        j += t
+        i += 1 - t
+    while i < na:
+        out[k] = a[i]
+        k += 1
+        i += 1
+    while j < nb:
+        out[k] = b[j]
+        k += 1
+        j += 1
+
+
+cdef inline void merge_sort_u64(uint64_t* a, int64_t n, uint64_t* tmp) noexcept nogil:
+    """Bottom-up merge sort of ``a`` (runs of four sorted by a network),
+    ``tmp`` holding ``n`` values."""
+    cdef int64_t i = 0, w = 4, s, m, e
+    cdef uint64_t* src = a
+    cdef uint64_t* dst = tmp
+    cdef uint64_t* t
+    while i + 4 <= n:
+        sort4_u64(a + i)
+        i += 4
+    if i < n:
+        insertion_sort_u64(a + i, n - i)
+    while w < n:
+        s = 0
+        while s < n:
+            m = s + w if s + w < n else n
+            e = s + 2 * w if s + 2 * w < n else n
+            merge_u64(src + s, m - s, src + m, e - m, dst + s)
+            s += 2 * w
+        t = src
+        src = dst
+        dst = t
+        w *= 2
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]
+
+
 cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
-    """Sort ascending, in place: insertion sort for short arrays (rows), a shell
-    sort (gaps 3h + 1) up to 4096 (libc's qsort spent most of its time calling
-    the comparison there), qsort beyond."""
+    """Sort ascending, in place: insertion sort up to 16 values, a branch-free
+    merge sort up to MERGE_SORT_MAX (a row's tokens: twice the shell sort used
+    before it on 24-64 random hashes), a shell sort (gaps 3h + 1) up to 4096
+    (libc's qsort spent most of its time calling the comparison there), qsort
+    beyond."""
     cdef int64_t i, j, h = 1
     cdef uint64_t v
+    cdef uint64_t tmp[MERGE_SORT_MAX]
+    if n <= 16:
+        insertion_sort_u64(a, n)
+        return
+    if n <= MERGE_SORT_MAX:
+        merge_sort_u64(a, n, tmp)
+        return
     if n > 4096:
         qsort(a, n, sizeof(uint64_t), cmp_u64)
         return
-    if n > 32:
-        while h < n // 3:
-            h = 3 * h + 1
+    while h < n // 3:
+        h = 3 * h + 1
     while h >= 1:
         for i in range(h, n):
             v = a[i]

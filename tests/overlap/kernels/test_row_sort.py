@@ -1,0 +1,52 @@
+"""The kernels' in-place sort of a row (``_sort.sort_u64``: insertion, a
+branch-free merge sort, shell sort and qsort by length), seen through
+``_tokenize.finalize_rows``: every row comes back sorted and de-duplicated
+(or counted), as numpy's ``unique`` gives it, on both sides of every switch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overlap import _tokenize
+
+# lengths around the sort's switches (16, 512, 4096) and around the runs of
+# four and the merge widths
+LENGTHS = [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 36, 63, 64, 65, 100, 255,
+           256, 257, 511, 512, 513, 1000, 4095, 4096, 4097, 6000]
+
+
+def _check(rows, multiset, n_threads=2):
+    indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+    indptr[1:] = np.cumsum([len(r) for r in rows])
+    flat = (np.concatenate(rows) if rows else np.zeros(0)).astype(np.uint64)
+    before = flat.copy()
+    ip, h, c = _tokenize.finalize_rows(indptr, flat, 1, multiset, n_threads)
+    np.testing.assert_array_equal(flat, before)  # the input is not touched
+    for i, r in enumerate(rows):
+        keys, counts = np.unique(np.asarray(r, dtype=np.uint64), return_counts=True)
+        np.testing.assert_array_equal(h[ip[i]:ip[i + 1]], keys)
+        if multiset:
+            np.testing.assert_array_equal(c[ip[i]:ip[i + 1]], counts)
+
+
+@pytest.mark.parametrize("multiset", [False, True])
+def test_every_length_around_the_switches(rng, multiset):
+    rows = []
+    for n in LENGTHS:
+        rows.append(rng.integers(0, 2**64, size=n, dtype=np.uint64))  # distinct, random
+        rows.append(rng.integers(0, max(1, n // 3), size=n).astype(np.uint64))  # duplicates
+        rows.append(np.arange(n, dtype=np.uint64)[::-1].copy())  # descending
+        rows.append(np.arange(n, dtype=np.uint64))  # sorted already
+        rows.append(np.full(n, 2**64 - 1, dtype=np.uint64))  # one value, the largest
+    _check(rows, multiset)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.integers(0, 5), st.integers(0, 2**64 - 1)),
+                         max_size=600), max_size=6),
+       st.booleans(), st.sampled_from([1, 2]))
+def test_random_rows(rows, multiset, n_threads):
+    _check([np.array(r, dtype=np.uint64) for r in rows], multiset, n_threads)
