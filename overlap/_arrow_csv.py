@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, count_bytes, from_rows,
-                           record_batches, valid_utf8)
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
+                           from_rows, record_batches, valid_utf8)
 from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
@@ -230,7 +230,7 @@ def _parse(block: bytes, delimiter: str, header: list[str], fields: list[str]) -
 
     try:
         return pcsv.read_csv(
-            pa.BufferReader(block),
+            arrow_reader(block),
             read_options=pcsv.ReadOptions(column_names=header, use_threads=True,
                                           block_size=len(block) + 1),
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char='"',

@@ -44,8 +44,8 @@ from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, count_bytes, from_rows,
-                           record_batches, valid_utf8)
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
+                           from_rows, record_batches, valid_utf8)
 from ._optional import require
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
@@ -193,7 +193,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     schema = pa.schema([(f, pa.string()) for f in fields])
     try:
         table = pj.read_json(
-            pa.BufferReader(block),
+            arrow_reader(block),
             read_options=pj.ReadOptions(use_threads=True, block_size=len(block) + 1),
             parse_options=pj.ParseOptions(explicit_schema=schema,
                                           unexpected_field_behavior="ignore"))
@@ -397,7 +397,7 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
     # its stack on a deeply nested value, so the nesting is checked before it)
     options = pj.ReadOptions(use_threads=True, block_size=len(block) + 1)
     try:
-        rows = pj.read_json(pa.BufferReader(block), read_options=options,
+        rows = pj.read_json(arrow_reader(block), read_options=options,
                             parse_options=pj.ParseOptions(
                                 explicit_schema=pa.schema([]),
                                 unexpected_field_behavior="ignore")).num_rows
@@ -408,7 +408,7 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
     if _may_nest_deeply(block, lines):
         return None
     try:
-        table = pj.read_json(pa.BufferReader(block), read_options=options)
+        table = pj.read_json(arrow_reader(block), read_options=options)
     except (pa.ArrowException, ValueError):
         return None
     if table.num_rows != lines:

@@ -14,8 +14,8 @@ import numpy as np
 from ._lines import max_line_bytes, open_binary, too_long
 from ._readers import Records, checked_rows
 
-__all__ = ["Batch", "Blocks", "BOM", "PYTHON_BATCH", "valid_utf8", "count_bytes", "from_rows",
-           "record_batches"]
+__all__ = ["Batch", "Blocks", "BOM", "PYTHON_BATCH", "arrow_reader", "valid_utf8", "count_bytes",
+           "from_rows", "record_batches"]
 
 #: Rows of a stdlib-read file per batch.
 PYTHON_BATCH = 8192
@@ -151,6 +151,25 @@ class Blocks:
         bad = np.flatnonzero(lens - has_nl > self.limit)
         if bad.size:
             raise too_long(self.path, line + int(bad[0]) + 1, self.limit)
+
+
+def arrow_reader(block: bytes) -> Any:
+    """A pyarrow input stream over a copy of ``block`` in memory pyarrow owns.
+
+    pyarrow's threaded JSON and CSV readers may drop their last reference to
+    the input on one of their worker threads after the call has returned.  A
+    buffer over a Python ``bytes`` then takes the GIL there to release it, and
+    if the interpreter is exiting by then, that thread is stopped inside a C++
+    destructor: std::terminate ("terminate called without an active
+    exception", an abort at the end of ``overlap scan`` on CSV input).  The
+    copy costs one memcpy of the block.
+    """
+    import pyarrow as pa
+
+    buf = pa.allocate_buffer(len(block))
+    if len(block):
+        np.frombuffer(buf, dtype=np.uint8)[:] = np.frombuffer(block, dtype=np.uint8)
+    return pa.BufferReader(buf)
 
 
 def count_bytes(block: bytes, chars: bytes) -> int:

@@ -278,3 +278,55 @@ def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
     monkeypatch.setenv("OVERLAP_READER", "arrow")
     cols, table = read_fields(path, ["text"])
     assert cols == [["a b", "c"]] and table == {"text": ["a b", "c"], "id": [1, 2]}
+
+
+# --------------------------------------------- input owned by pyarrow
+def test_arrow_reader_copies_the_block():
+    """The stream handed to pyarrow's threaded readers holds no reference to
+    the Python bytes (a worker thread may release it after the call; at exit
+    that took the GIL in a dying thread and aborted the process)."""
+    import sys
+
+    from overlap._line_blocks import arrow_reader
+
+    block = b'{"text": "a"}\n' * 3
+    before = sys.getrefcount(block)
+    reader = arrow_reader(block)
+    assert sys.getrefcount(block) == before
+    assert reader.read() == block
+    assert arrow_reader(b"").read() == b""
+
+
+def test_threaded_readers_get_only_copies(tmp_path, monkeypatch):
+    """Every call of pyarrow's JSON and CSV readers receives a stream made by
+    arrow_reader, for whole files and chunks."""
+    import pyarrow.csv as pcsv
+    import pyarrow.json as pj
+
+    from overlap import _arrow_csv, _line_blocks
+    from overlap.pipeline.tables import read_table
+
+    made, given = [], []
+    real = _line_blocks.arrow_reader
+
+    def spy(block):
+        made.append(real(block))
+        return made[-1]
+
+    for mod in (_batches, _arrow_csv):
+        monkeypatch.setattr(mod, "arrow_reader", spy)
+    def recording(orig):
+        def read(src, *args, **kw):
+            given.append(src)
+            return orig(src, *args, **kw)
+        return read
+
+    for name, mod in (("read_json", pj), ("read_csv", pcsv)):
+        monkeypatch.setattr(mod, name, recording(getattr(mod, name)))
+    (tmp_path / "a.jsonl").write_text('{"text": "x y"}\n{"text": "z"}\n', encoding="utf-8")
+    (tmp_path / "b.csv").write_text("text,id\nx y,1\nz,2\n", encoding="utf-8")
+    for name in ("a.jsonl", "b.csv"):
+        path = str(tmp_path / name)
+        assert sum(c.n_rows for c in read_chunks(path, ["text"], engine="arrow")) == 2
+        assert read_table(path)["text"] == ["x y", "z"]
+    assert given and all(any(g is m for m in made) for g in given)
