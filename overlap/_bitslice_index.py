@@ -176,18 +176,22 @@ class LazyBitslice:
                     self._join_index = build(self._fields, self._n_threads, JOIN_MIN_DF)
         return self._join_index
 
+    def _collection_of(self, qfields: tuple | None):
+        """The kernels' collection of ``qfields``; of the references themselves
+        (made once) for ``None``."""
+        if qfields is None:
+            if self._queries is None:
+                self._queries = _index.collection(self._fields)
+            return self._queries
+        return _index.collection(qfields)
+
     def join_runner(self, qfields: tuple | None, threshold: float, max_row: int,
                     parts: list, measure: int = 0):
         """``run(start, stop, threads)`` appending the unsorted pairs of
         queries[start:stop] to ``parts``; ``qfields=None`` is the self-join
         (pairs ``i < j`` of the references)."""
         bx = self.join_index
-        if qfields is None:
-            if self._queries is None:
-                self._queries = _index.collection(self._fields)
-            queries = self._queries
-        else:
-            queries = _index.collection(qfields)
+        queries = self._collection_of(qfields)
 
         def run(start: int, stop: int, threads: int) -> None:
             parts.append(bx.join(queries, start, stop, threshold, qfields is None, max_row,
@@ -203,12 +207,7 @@ class LazyBitslice:
         ``qfields=None`` searches the references against the rest of themselves.
         """
         bx = self.index
-        if qfields is None:
-            if self._queries is None:
-                self._queries = _index.collection(self._fields)
-            queries = self._queries
-        else:
-            queries = _index.collection(qfields)
+        queries = self._collection_of(qfields)
 
         def run(start: int, stop: int, threads: int) -> None:
             bx.top_k(queries, start, stop, top_k, min_score, exclude, max_row, threads,

@@ -62,7 +62,9 @@ from overlap._kernels._sort cimport chunk_first_slots
 from overlap._kernels._cpu cimport current_level, cpu_detect_level
 from overlap._kernels._collection cimport Collection
 from overlap._kernels._limits cimport MAX_FIELDS
-from overlap._kernels._runner cimport Hooks, PairBuf, TopK, push_pair, run_queries
+from overlap._kernels._runner cimport (
+    Hooks, PairBuf, TopK, free_pairs, gather_pairs, push_pair, run_queries,
+)
 from overlap._kernels._types cimport Coll, VocabSlot, row_id
 from overlap._kernels._vocab cimport vocab_lookup
 from overlap._kernels._checks cimport check_flat, longest_row
@@ -243,8 +245,7 @@ cdef class BitsliceIndex:
         checked when the Collection was made; its row ids (``ids``) are reported.
         """
         cdef const Coll* Q = &queries.c
-        cdef int64_t total = 0, pos = 0
-        cdef int n_buffers = max(1, n_threads), t, ok
+        cdef int n_buffers = max(1, n_threads), ok
         if Q.F != self.x.F:
             raise ValueError("queries and references must have the same fields")
         if not 0 <= start <= stop <= Q.n:
@@ -283,26 +284,9 @@ cdef class BitsliceIndex:
             self.last_stats = stats.sum(axis=0)
             if ok != 0:
                 raise MemoryError("overlap bit-sliced join: out of memory for per-thread scratch")
-            for t in range(n_buffers):
-                if bufs[t].failed:
-                    raise MemoryError("overlap bit-sliced join: out of memory for the result pairs")
-                total += bufs[t].n
-            left = np.empty(total, dtype=np.int64)
-            right = np.empty(total, dtype=np.int64)
-            score = np.empty(total, dtype=np.float64)
-            for t in range(n_buffers):
-                if bufs[t].n:
-                    left[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].i
-                    right[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].j
-                    score[pos:pos + bufs[t].n] = <double[:bufs[t].n]>bufs[t].s
-                    pos += bufs[t].n
-            return left, right, score
+            return gather_pairs(bufs, n_buffers, "overlap bit-sliced join")
         finally:
-            for t in range(n_buffers):
-                free(bufs[t].i)
-                free(bufs[t].j)
-                free(bufs[t].s)
-            free(bufs)
+            free_pairs(bufs, n_buffers)
 
 
 cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):

@@ -58,7 +58,8 @@ from overlap._kernels._postings cimport sign_entries
 from overlap._kernels._postings import group_records, size_groups, token_info
 from overlap._kernels._query cimport Query, Task, running_cut
 from overlap._kernels._runner cimport (
-    Hooks, PairBuf, Scratch, ScratchPool, check_call, current_threshold, pool_for, push_pair,
+    Hooks, PairBuf, Scratch, ScratchPool, check_call, current_threshold, free_pairs,
+    gather_pairs, pool_for, push_pair,
     run_queries, scratch_free, scratch_new,
 )
 from overlap._kernels._scoring cimport bounded_score, exact_score, rows_identical, signatures_reach
@@ -276,12 +277,11 @@ cdef class ReferenceIndex:
         self._check_renumbered(queries, upper_only)
         cdef Scratch** slots = pool_for(pool, &queries.c, &self.refs.c, max_row, max_mass, 1,
                                         &pool_size)
-        cdef int n_buffers = max(1, n_threads), t
+        cdef int n_buffers = max(1, n_threads)
         cdef PairBuf* bufs = <PairBuf*>calloc(n_buffers, sizeof(PairBuf))
         if bufs == NULL:
             raise MemoryError("overlap join: out of memory")
         cdef int ok
-        cdef int64_t total = 0, pos = 0
         stats = np.zeros((n_buffers, 3), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         try:
@@ -289,28 +289,11 @@ cdef class ReferenceIndex:
                              1, threshold, upper_only, max_row, max_mass, n_buffers, NULL, NULL, bufs,
                              &sv[0, 0], slots, pool_size, measure)
             self.last_stats = stats.sum(axis=0)
-            for t in range(n_buffers):
-                if bufs[t].failed:
-                    ok = 1
-                total += bufs[t].n
             if ok != 0:
                 raise MemoryError("overlap join: out of memory for the result pairs")
-            left = np.empty(total, dtype=np.int64)
-            right = np.empty(total, dtype=np.int64)
-            score = np.empty(total, dtype=np.float64)
-            for t in range(n_buffers):
-                if bufs[t].n:
-                    left[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].i
-                    right[pos:pos + bufs[t].n] = <int64_t[:bufs[t].n]>bufs[t].j
-                    score[pos:pos + bufs[t].n] = <double[:bufs[t].n]>bufs[t].s
-                    pos += bufs[t].n
-            return left, right, score
+            return gather_pairs(bufs, n_buffers, "overlap join")
         finally:
-            for t in range(n_buffers):
-                free(bufs[t].i)
-                free(bufs[t].j)
-                free(bufs[t].s)
-            free(bufs)
+            free_pairs(bufs, n_buffers)
 
 
 # ---------------------------------------------------------------- one query, in phases

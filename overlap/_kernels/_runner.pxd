@@ -91,6 +91,11 @@ cdef int run_queries(const Hooks* H, const void* ctx, const Coll* Q, int64_t sta
                      PairBuf* bufs, int64_t* stats, void** pool,
                      int pool_size) noexcept nogil
 
+# a join's pairs, the per-thread buffers laid end to end (MemoryError naming
+# ``what`` when a buffer could not grow), and the buffers freed
+cdef tuple gather_pairs(PairBuf* bufs, int n_buffers, str what)
+cdef void free_pairs(PairBuf* bufs, int n_buffers) noexcept nogil
+
 
 cdef inline double current_threshold(Scratch* s, int k, double floor_score) noexcept nogil:
     if s.top.nk < k:

@@ -8,6 +8,8 @@ the thread count), the top-k written at the query's row id, errors counted
 and reported once.
 """
 
+import numpy as np
+
 from cython.parallel cimport prange, parallel
 from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
 from libc.stdlib cimport malloc, calloc, free
@@ -212,3 +214,34 @@ cdef Scratch** pool_for(ScratchPool pool, const Coll* Q, const Coll* R, int64_t 
         raise ValueError("overlap search: a scratch pool made for another shape of call")
     size[0] = pool.n_threads
     return pool.s
+
+
+cdef tuple gather_pairs(PairBuf* bufs, int n_buffers, str what):
+    cdef int t
+    cdef int64_t total = 0, pos = 0, n
+    for t in range(n_buffers):
+        if bufs[t].failed:
+            raise MemoryError(f"{what}: out of memory for the result pairs")
+        total += bufs[t].n
+    left = np.empty(total, dtype=np.int64)
+    right = np.empty(total, dtype=np.int64)
+    score = np.empty(total, dtype=np.float64)
+    for t in range(n_buffers):
+        n = bufs[t].n
+        if n:
+            left[pos:pos + n] = <int64_t[:n]>bufs[t].i
+            right[pos:pos + n] = <int64_t[:n]>bufs[t].j
+            score[pos:pos + n] = <double[:n]>bufs[t].s
+            pos += n
+    return left, right, score
+
+
+cdef void free_pairs(PairBuf* bufs, int n_buffers) noexcept nogil:
+    cdef int t
+    if bufs == NULL:
+        return
+    for t in range(n_buffers):
+        free(bufs[t].i)
+        free(bufs[t].j)
+        free(bufs[t].s)
+    free(bufs)

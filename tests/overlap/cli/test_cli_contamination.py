@@ -21,6 +21,7 @@ import overlap as _overlap_pkg
 
 from reference import contamination as ref
 from reference.datadir import shared_data_dir
+from reference.interrupt import assert_interrupted, interrupt_after
 
 PKG_ROOT = str(Path(_overlap_pkg.__file__).resolve().parent.parent)
 
@@ -195,8 +196,6 @@ def test_mint_by_language(tmp_path):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT delivery differs on Windows")
 def test_ctrl_c_while_reading_exits_130(tmp_path, sigint_reaches_children):
-    import signal
-
     rng = np.random.default_rng(5)
     (tmp_path / "corpus").mkdir()
     words = np.array([f"w{i}" for i in range(500)])
@@ -205,22 +204,8 @@ def test_ctrl_c_while_reading_exits_130(tmp_path, sigint_reaches_children):
             f.write("".join(" ".join(rng.choice(words, 12)) + "\n" for _ in range(5000)))
     (tmp_path / "eval.txt").write_text("w1 w2 w3\nw4 w5\n", encoding="utf-8")
     env = dict(os.environ, PYTHONPATH=PKG_ROOT)
-    p = subprocess.Popen(
-        [sys.executable, "-m", "overlap", "contamination", "--eval", "eval.txt", "--corpus",
-         "corpus", "--chunk-rows", "50", "--ngram", "1", "--out", "r.csv"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        first = b""
-        while b"] scan:" not in first:  # the step line: the scan loop has begun
-            chunk = p.stderr.read1(64)
-            assert chunk, "the command ended before scanning: " + first.decode()
-            first += chunk
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        p.kill()
-    err = (first + err).decode()
-    assert p.returncode == 130, err
-    assert err.strip().splitlines()[-1].split("\r")[-1].strip().endswith("overlap: interrupted")
-    assert "Traceback" not in err and out == b""
+    # the step line: the scan loop has begun
+    assert_interrupted(*interrupt_after(
+        ["contamination", "--eval", "eval.txt", "--corpus", "corpus", "--chunk-rows", "50",
+         "--ngram", "1", "--out", "r.csv"], b"] scan:", cwd=tmp_path, env=env))
     assert not (tmp_path / "r.csv").exists()

@@ -6,7 +6,6 @@ import csv
 import re
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from overlap.pipeline.dialogue import make_samples, read_dialogues, read_splits
 from overlap.pipeline import summarize
 
 import overlap as _overlap_pkg
+from reference.interrupt import assert_interrupted, interrupt_after
 
 # the folder the tested ``overlap`` was imported from (the source tree for an
 # editable install, site-packages otherwise): subprocesses must import the same
@@ -282,26 +282,10 @@ def test_ctrl_c_during_a_kernel_exits_130_with_one_line(tmp_path, bar, sigint_re
     # the postings kernel: the bit-sliced one may finish before the progress line
     # shows (both run the same interruptible chunk loop)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(path), OVERLAP_SEARCH_PATH="postings")
-    p = subprocess.Popen(
-        [sys.executable, "-m", "overlap", "scan", "--threads", "1",
-         "--train", "dialogues_train.txt", "--eval", "dialogues_test.txt"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )
-    try:
-        # from the first progress line on, the process is inside the chunked kernel loop
-        first = b""
-        while b"scan" not in first:
-            chunk = p.stderr.read1(64)
-            assert chunk, "the scan ended before showing progress: " + first.decode()
-            first += chunk
-        p.send_signal(signal.SIGINT)
-        out, err = p.communicate(timeout=60)
-    finally:
-        p.kill()
-    err = (first + err).decode()
-    assert p.returncode == 130, err
-    assert err.strip().splitlines()[-1].split("\r")[-1].strip().endswith("overlap: interrupted")
-    assert "Traceback" not in err and out == b""
+    # from the first progress line on, the process is inside the chunked kernel loop
+    assert_interrupted(*interrupt_after(
+        ["scan", "--threads", "1", "--train", "dialogues_train.txt", "--eval",
+         "dialogues_test.txt"], b"scan", cwd=tmp_path, env=env))
 
 
 # ------------------------------------------------------ real data (optional)

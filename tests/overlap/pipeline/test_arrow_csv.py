@@ -12,7 +12,6 @@ definition of ``reference.readers.csv_rows``.
 from __future__ import annotations
 
 import csv
-import gzip
 import io
 
 import pytest
@@ -23,6 +22,7 @@ from overlap import _arrow_csv, _batches
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
+from reference.engines import same_outcome, write_file
 
 pa = pytest.importorskip("pyarrow", reason="the arrow CSV reader needs pyarrow")
 
@@ -32,39 +32,6 @@ value = st.lists(st.sampled_from(PIECES), max_size=4).map("".join)
 RAW = [b"", b"\r", b'1,a"b', b'1,"a"b', b'"1",x ', b"1,bad \xff", b"1,2,3", b"1",
        b"\xef\xbb\xbf1,bom", b"1,nul\x00", b'1,"open', b"1\t\"q\"\t", b'1,""""', b"  ",
        b"1,x\ry"]
-
-
-def _outcome(path, fields, engine, **kw):
-    try:
-        chunks = list(read_chunks(path, fields, engine=engine, **kw))
-    except ValueError as e:
-        return "error", str(e)
-    rows = []
-    for c in chunks:
-        cols = [c.columns[f] if isinstance(c.columns[f], list) else c.columns[f].to_pylist()
-                for f in fields]
-        assert all(len(col) == c.n_rows for col in cols)
-        rows += list(zip(*cols))
-    layout = [(c.first_row, c.n_rows) for c in chunks if c.n_rows]
-    return "rows", rows, layout, sum(c.nbytes for c in chunks)
-
-
-def _same(path, fields, block, **kw):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_batches, "BLOCK_BYTES", block)
-        arrow = _outcome(path, fields, "arrow", **kw)
-        python = _outcome(path, fields, "python", **kw)
-    assert arrow == python
-    return arrow
-
-
-def _write(path, data: bytes):
-    if path.endswith(".gz"):
-        data = gzip.compress(data)
-    elif path.endswith(".zst"):
-        data = ref.zstd_compress(data, frames=2)
-    with open(path, "wb") as f:
-        f.write(data)
 
 
 def _record(values, delimiter, crlf):
@@ -92,8 +59,8 @@ def test_csv_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, rows, raw
         data = data.rstrip(b"\n")
     name = ("f.tsv" if tsv else "f.csv") + compress
     path = str(tmp_path_factory.mktemp("c") / name)
-    _write(path, data)
-    got = _same(path, ["text", "id"], block, chunk_rows=chunk_rows)
+    write_file(path, data)
+    got = same_outcome(path, ["text", "id"], block, chunk_rows=chunk_rows)
     if not raw and got[0] == "rows":
         assert got[1] == ref.csv_rows(path, ["text", "id"], delimiter)
 
@@ -104,7 +71,7 @@ def test_plain_csv_is_read_by_pyarrow(tmp_path, monkeypatch, tsv):
     d = "\t" if tsv else ","
     path = str(tmp_path / ("a.tsv" if tsv else "a.csv"))
     values = [["1", "007"], ["2", ""], ["3", 'say "hi",\tthen\r\nleave'], ["4", "é 😀"]]
-    _write(path, b"".join(_record(r, d, crlf=True) for r in [["id", "text"], *values]))
+    write_file(path, b"".join(_record(r, d, crlf=True) for r in [["id", "text"], *values]))
 
     def refuse(*a, **k):
         raise AssertionError("the stdlib reader read the rows")
@@ -120,16 +87,16 @@ def test_plain_csv_is_read_by_pyarrow(tmp_path, monkeypatch, tsv):
 def test_a_bad_row_after_plain_blocks_names_its_line(tmp_path, monkeypatch):
     path = str(tmp_path / "b.csv")
     good = b"".join(b'%d,"t %d"\n' % (i, i) for i in range(50))
-    _write(path, b"id,text\n" + good + b'50,x"y\n51,z,extra\n')
-    got = _same(path, ["text"], 64)
+    write_file(path, b"id,text\n" + good + b'50,x"y\n51,z,extra\n')
+    got = same_outcome(path, ["text"], 64)
     assert got == ("error", f"{path}:53: 3 fields, the header has 2")
 
 
 @pytest.mark.parametrize("limit", [10, 11, 12])
 def test_csv_long_lines_are_refused_at_the_same_line(tmp_path, limit):
     path = str(tmp_path / "l.csv")
-    _write(path, b"id,text\n1,short\n2,abcdefgh\n")  # line 3: 10 bytes and a newline
-    got = _same(path, ["text"], 4, max_line_bytes=limit)
+    write_file(path, b"id,text\n1,short\n2,abcdefgh\n")  # line 3: 10 bytes and a newline
+    got = same_outcome(path, ["text"], 4, max_line_bytes=limit)
     assert (got[0] == "error") == (limit < 10)
     if got[0] == "error":
         assert got[1].endswith("l.csv:3: line longer than 10 bytes (the limit; raise it with "
@@ -139,8 +106,8 @@ def test_csv_long_lines_are_refused_at_the_same_line(tmp_path, limit):
 def test_an_open_quote_spanning_many_blocks_goes_to_the_stdlib_reader(tmp_path):
     path = str(tmp_path / "q.csv")
     long = "\n".join(f"line {i}" for i in range(400))
-    _write(path, b"id,text\n1,a\n" + _record(["2", long], ",", False) + b"3,b\n")
-    got = _same(path, ["text"], 16)
+    write_file(path, b"id,text\n1,a\n" + _record(["2", long], ",", False) + b"3,b\n")
+    got = same_outcome(path, ["text"], 16)
     assert [r[0] for r in got[1]] == ["a", long, "b"]
 
 
@@ -174,7 +141,7 @@ def test_whole_csv_tables_equal_the_stdlib_reader(tmp_path_factory, rows, raw, t
     for at, line in raw:
         records.insert(min(at + 1, len(records)), line + b"\n")
     path = str(tmp_path_factory.mktemp("w") / ("f.tsv" if tsv else "f.csv"))
-    _write(path, (b"\xef\xbb\xbf" if bom else b"") + b"".join(records))
+    write_file(path, (b"\xef\xbb\xbf" if bom else b"") + b"".join(records))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
         assert _whole(path, "arrow", fields) == _whole(path, "python", fields)
@@ -192,7 +159,7 @@ def test_whole_csv_table_is_read_by_pyarrow(tmp_path, monkeypatch):
     from overlap.pipeline.tables import read_fields
 
     path = str(tmp_path / "w.csv")
-    _write(path, b'id,text\n1,"a\nb"\n\n2,007\n')
+    write_file(path, b'id,text\n1,"a\nb"\n\n2,007\n')
     calls = []
     real = _arrow_csv._arrow_block
     monkeypatch.setattr(_arrow_csv, "_arrow_block",

@@ -10,7 +10,6 @@ definitions of ``reference.readers``.
 
 from __future__ import annotations
 
-import gzip
 import os
 
 import numpy as np
@@ -22,6 +21,7 @@ from overlap import _batches
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
+from reference.engines import outcome, same_outcome, write_file
 
 pa = pytest.importorskip("pyarrow", reason="the arrow reader needs pyarrow")
 pq = pytest.importorskip("pyarrow.parquet", reason="the arrow reader needs pyarrow")
@@ -54,39 +54,6 @@ BAD_JSON = [
 BLANK = [b"", b"   ", b"\t", b"\x0c"]
 
 
-def _outcome(path, fields, engine, **kw):
-    try:
-        chunks = list(read_chunks(path, fields, engine=engine, **kw))
-    except ValueError as e:
-        return "error", str(e)
-    rows = []
-    for c in chunks:
-        cols = [c.columns[f] if isinstance(c.columns[f], list) else c.columns[f].to_pylist()
-                for f in fields]
-        assert all(len(col) == c.n_rows for col in cols)
-        rows += list(zip(*cols))
-    # an empty chunk may close a shard (carrying bytes after its last row)
-    # with one reader and not the other: the chunks with rows must agree
-    layout = [(c.path, c.first_row, c.shard_row, c.n_rows) for c in chunks if c.n_rows]
-    return "rows", rows, layout, sum(c.nbytes for c in chunks)
-
-
-def _same(path, fields, block, **kw):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_batches, "BLOCK_BYTES", block)
-        arrow = _outcome(path, fields, "arrow", **kw)
-        python = _outcome(path, fields, "python", **kw)
-    assert arrow == python
-    return arrow
-
-
-def _write(path, data: bytes):
-    if path.endswith(".gz"):
-        data = gzip.compress(data)
-    with open(path, "wb") as f:
-        f.write(data)
-
-
 line = st.one_of(
     st.sampled_from(GOOD_JSON), st.sampled_from(GOOD_JSON), st.sampled_from(BLANK),
     st.builds(lambda n: b'{"text": "' + b"long " * n + b'"}', st.integers(10, 400)),
@@ -106,8 +73,8 @@ def test_jsonl_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines,
     nl = b"\r\n" if crlf else b"\n"
     data = (b"\xef\xbb\xbf" if bom else b"") + nl.join(lines) + (nl if final_nl else b"")
     path = str(tmp_path_factory.mktemp("j") / ("f.jsonl.gz" if gz else "f.jsonl"))
-    _write(path, data)
-    got = _same(path, ["text"], block, chunk_rows=chunk_rows)
+    write_file(path, data)
+    got = same_outcome(path, ["text"], block, chunk_rows=chunk_rows)
     if got[0] == "rows" and got[1]:
         assert got[1] == ref.jsonl_rows(path, ["text"])
 
@@ -129,8 +96,8 @@ def test_text_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines, b
         lines = lines[:at] + [b"bad \xc3 utf8"] + lines[at:]
     data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if final_nl else b"")
     path = str(tmp_path_factory.mktemp("t") / ("f.text.gz" if gz else "f.text"))
-    _write(path, data)
-    got = _same(path, ["text"], block, chunk_rows=7)
+    write_file(path, data)
+    got = same_outcome(path, ["text"], block, chunk_rows=7)
     if got[0] == "rows":
         assert got[1] == ref.text_rows(path)
 
@@ -143,8 +110,8 @@ def test_long_lines_are_refused_at_the_same_line(tmp_path, limit, block):
                        ("b.jsonl", b'{"text": "s"}\n' + body),
                        ("c.text", b"short\n" + b"y" * 41 + b"\nz\n")]:
         path = str(tmp_path / name)
-        _write(path, data)
-        got = _same(path, ["text"], block, max_line_bytes=limit)
+        write_file(path, data)
+        got = same_outcome(path, ["text"], block, max_line_bytes=limit)
         assert (got[0] == "error") == (limit < 41), got
         if got[0] == "error":
             assert f"{name}:2: line longer than" in got[1]
@@ -153,14 +120,14 @@ def test_long_lines_are_refused_at_the_same_line(tmp_path, limit, block):
 def test_a_line_longer_than_the_block_is_read_whole(tmp_path):
     path = str(tmp_path / "l.jsonl")
     texts = ["w " * 5000, "short", "v " * 20000]
-    _write(path, "".join(f'{{"text": "{t}"}}\n' for t in texts).encode())
-    got = _same(path, ["text"], 1000)
+    write_file(path, "".join(f'{{"text": "{t}"}}\n' for t in texts).encode())
+    got = same_outcome(path, ["text"], 1000)
     assert [r[0] for r in got[1]] == texts
 
 
 def test_arrow_reader_gives_arrow_columns_without_python_strings(tmp_path):
     path = str(tmp_path / "a.jsonl")
-    _write(path, b'{"text": "a b"}\n{"text": "c"}\n')
+    write_file(path, b'{"text": "a b"}\n{"text": "c"}\n')
     (chunk,) = read_chunks(path, "text", engine="arrow")
     assert isinstance(chunk.columns["text"], pa.Array)
     assert chunk.columns["text"].type == pa.large_string()
@@ -178,22 +145,22 @@ def test_parquet_rows_and_errors_equal_the_stdlib_reader(tmp_path, column,
                                                          message):
     path = str(tmp_path / "p.parquet")
     pq.write_table(pa.table({"text": column, "id": [1, 2, 3]}), path, row_group_size=2)
-    got = _same(path, ["text"], 1 << 20, chunk_rows=2)
+    got = same_outcome(path, ["text"], 1 << 20, chunk_rows=2)
     if message is None:
         assert got[1] == [("a",), ("b",), ("c",)]
     else:
         assert got[0] == "error" and got[1].endswith(os.sep + message)
-    got = _same(path, ["body"], 1 << 20)
+    got = same_outcome(path, ["body"], 1 << 20)
     assert got[0] == "error" and "no column 'body'" in got[1]
 
 
 def test_mixed_format_folder_equals_the_stdlib_reader(tmp_path):
-    _write(str(tmp_path / "0.jsonl"), b'{"text": "j1"}\n\n{"text": "j2"}\n')
-    _write(str(tmp_path / "1.txt.gz"), b"t1\r\nt2\n")
-    _write(str(tmp_path / "2.csv"), b'text,id\n"c,1",1\n"c\n2",2\n')
+    write_file(str(tmp_path / "0.jsonl"), b'{"text": "j1"}\n\n{"text": "j2"}\n')
+    write_file(str(tmp_path / "1.txt.gz"), b"t1\r\nt2\n")
+    write_file(str(tmp_path / "2.csv"), b'text,id\n"c,1",1\n"c\n2",2\n')
     pq.write_table(pa.table({"text": ["p1", "p2"]}), str(tmp_path / "3.parquet"))
-    _write(str(tmp_path / "4.tsv"), b"id\ttext\n1\ts1\n")
-    got = _same(str(tmp_path), ["text"], 8, chunk_rows=3)
+    write_file(str(tmp_path / "4.tsv"), b"id\ttext\n1\ts1\n")
+    got = same_outcome(str(tmp_path), ["text"], 8, chunk_rows=3)
     assert [r[0] for r in got[1]] == ["j1", "j2", "t1", "t2", "c,1", "c\n2", "p1", "p2", "s1"]
     assert got[3] == sum(os.path.getsize(tmp_path / f) for f in os.listdir(tmp_path)
                          if not f.endswith(".gz"))  + os.path.getsize(tmp_path / "1.txt.gz")
@@ -201,7 +168,7 @@ def test_mixed_format_folder_equals_the_stdlib_reader(tmp_path):
 
 def test_engine_is_checked(tmp_path, monkeypatch):
     path = str(tmp_path / "a.jsonl")
-    _write(path, b'{"text": "a"}\n')
+    write_file(path, b'{"text": "a"}\n')
     with pytest.raises(ValueError, match="engine must be one of auto, arrow, python"):
         list(read_chunks(path, engine="rust"))
     monkeypatch.setenv("OVERLAP_READER", "fast")
@@ -223,7 +190,7 @@ TABLE_JSON = GOOD_JSON + [
 ]
 
 
-def _table_outcome(path, engine, fields):
+def _tableoutcome(path, engine, fields):
     from overlap.pipeline.tables import read_fields, read_table
 
     with pytest.MonkeyPatch.context() as mp:
@@ -247,27 +214,27 @@ def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad
     if bad is not None:
         lines = lines[:at] + [bad] + lines[at:]
     path = str(tmp_path_factory.mktemp("w") / ("f.jsonl.gz" if gz else "f.jsonl"))
-    _write(path, b"\n".join(lines) + b"\n")
+    write_file(path, b"\n".join(lines) + b"\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        assert _table_outcome(path, "arrow", fields) == _table_outcome(path, "python", fields)
+        assert _tableoutcome(path, "arrow", fields) == _tableoutcome(path, "python", fields)
 
 
 @settings(max_examples=60, deadline=None)
 @given(lines=st.lists(text_line, max_size=12), block=st.sampled_from([4, 64, 1 << 20]))
 def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, block):
     path = str(tmp_path_factory.mktemp("w") / "f.txt")
-    _write(path, b"\n".join(lines))
+    write_file(path, b"\n".join(lines))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        assert (_table_outcome(path, "arrow", ["text"])
-                == _table_outcome(path, "python", ["text"]))
+        assert (_tableoutcome(path, "arrow", ["text"])
+                == _tableoutcome(path, "python", ["text"]))
 
 
 def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
     # the fast path is taken (not only its fallback): the stdlib reader is not called
     path = str(tmp_path / "a.jsonl")
-    _write(path, b'{"text": "a b", "id": 1}\n{"text": "c", "id": 2}\n')
+    write_file(path, b'{"text": "a b", "id": 1}\n{"text": "c", "id": 2}\n')
     from overlap import _readers
     from overlap.pipeline.tables import read_fields
 
