@@ -59,7 +59,7 @@ from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
 from ._validation import check_int, check_measure, check_unit_interval, type_name
-from .search import Fields, MaxOverlapResult, OverlapIndex
+from .search import Fields, MaxOverlapResult, OverlapIndex, build_index
 from .stream_readers import Chunk, read_chunks, source_size
 from .tokensets import Tokenizer, TokenSets
 
@@ -192,7 +192,11 @@ class StreamMerger:
             how = "chunk"  # a join needs a positive threshold
         self.chunks[how] += 1
         if how == "chunk":
-            res = OverlapIndex(rfields, n_threads=self.n_threads).max_overlap(
+            # lazy: the postings index is built only if the search needs it (the
+            # bit-sliced kernel answers most chunks without it)
+            chunk_index = build_index(rfields, "references", effective_n_threads(self.n_threads),
+                                      eager=False)
+            res = chunk_index.max_overlap(
                 self.queries, top_k=self.top_k, min_score=cut, measure=self.measure,
                 n_threads=self.n_threads)
             s = np.reshape(res.score, (nq, self.top_k))
