@@ -20,7 +20,8 @@ Two ways to search one chunk, chosen per chunk by ``index=``:
 
 ``"chunk"``
     Build an :class:`~overlap.OverlapIndex` on the chunk and search the
-    queries in it (the search prunes with the running k-th best score).
+    queries in it (each query is searched above its own running k-th best
+    score, which prunes most of the chunk).
 ``"queries"``
     Use one index over the queries, built once, and list the chunk's pairs
     whose score reaches the cut-off ``max(min_score, lowest running k-th best)``
@@ -196,11 +197,11 @@ class StreamMerger:
             # bit-sliced kernel answers most chunks without it)
             chunk_index = build_index(rfields, "references", effective_n_threads(self.n_threads),
                                       eager=False)
-            res = chunk_index.max_overlap(
-                self.queries, top_k=self.top_k, min_score=cut, measure=self.measure,
-                n_threads=self.n_threads)
-            s = np.reshape(res.score, (nq, self.top_k))
-            i = np.reshape(res.index, (nq, self.top_k))
+            # each query searched above its own running k-th best: only a
+            # reference scoring at least that can enter its list
+            floors = np.maximum(self.score[:, -1], self.min_score)
+            s, i = chunk_index._max_overlap_above(self.queries, floors, top_k=self.top_k,
+                                                  measure=self.measure, n_threads=self.n_threads)
         else:
             s, i = self._join_chunk(rfields, cut)
         found = i >= 0

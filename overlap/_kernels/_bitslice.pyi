@@ -47,6 +47,7 @@ class BitsliceIndex:
         out_score: NDArray[np.float64],
         out_index: NDArray[np.int64],
         measure: int = ...,
+        floors: NDArray[np.float64] | None = ...,
     ) -> None: ...
     def join(
         self,

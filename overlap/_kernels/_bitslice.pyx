@@ -189,9 +189,14 @@ cdef class BitsliceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index, int measure=0):
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, int measure=0,
+              floors=None):
         """Top-k of queries[start:stop] into out_*[start:stop]; ``measure`` is a
         ``_bounds.Measure`` (0: dice).
+
+        ``floors`` (float64, one per query row, in [0, 1]): query ``i`` reports
+        only scores ``>= max(min_score, floors[i])``, and the search prunes with
+        that (e.g. the query's best score so far over earlier references).
 
         The queries' rows and sizes were checked when the Collection was made;
         a renumbered Collection (ids) is refused: results are written by row.
@@ -211,6 +216,14 @@ cdef class BitsliceIndex:
             raise ValueError("exclude_self needs the references as queries")
         if longest_row(queries.arrays[0], Q.F, Q.n, start, stop) > max_row:
             raise ValueError(f"BitsliceIndex.top_k: a query row is longer than max_row={max_row}")
+        cdef const double[::1] fv
+        if floors is not None:
+            fv = floors
+            if fv.shape[0] != Q.n:
+                raise ValueError(f"BitsliceIndex.top_k: floors must hold one score per query "
+                                 f"({Q.n}), got {fv.shape[0]}")
+            if not check_floors(fv):
+                raise ValueError("BitsliceIndex.top_k: floors must lie in [0, 1]")
         stats = np.zeros((max(1, n_threads), 2), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         if stop == start:
@@ -221,6 +234,7 @@ cdef class BitsliceIndex:
         T.X = &self.x
         T.k = k
         T.floor_score = min_score
+        T.floors = &fv[0] if floors is not None and Q.n else NULL
         T.exclude = exclude_self
         T.measure = measure
         T.max_row = max_row
@@ -268,6 +282,7 @@ cdef class BitsliceIndex:
         T.X = &self.x
         T.k = 1
         T.floor_score = threshold
+        T.floors = NULL
         T.exclude = upper_only
         T.measure = measure
         T.max_row = max_row
@@ -287,6 +302,15 @@ cdef class BitsliceIndex:
             return gather_pairs(bufs, n_buffers, "overlap bit-sliced join")
         finally:
             free_pairs(bufs, n_buffers)
+
+
+cdef bint check_floors(const double[::1] floors) noexcept:
+    """Whether every floor lies in [0, 1] (NaN does not)."""
+    cdef int64_t i
+    for i in range(floors.shape[0]):
+        if not 0.0 <= floors[i] <= 1.0:
+            return False
+    return True
 
 
 cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):
@@ -888,6 +912,7 @@ ctypedef struct BTask:
     const BIndex* X
     int k
     double floor_score
+    const double* floors     # per query row, raising floor_score (NULL: none; top-k only)
     bint exclude             # skip reference qi (all-vs-rest); a join: only j > i
     int measure              # the score (_bounds.Measure)
     int64_t max_row
@@ -947,6 +972,9 @@ cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
     # Dice runs a copy compiled for it alone (_bounds.MeasureArg)
     cdef DiceOnly dice = 0
     cdef AnyMeasure any_measure = T.measure
+    cdef double floor = T.floor_score
+    if T.floors != NULL and T.floors[qi] > floor:
+        floor = T.floors[qi]
     if T.join:
         if T.measure == DICE:
             join_one(T.Q, qi, T.X, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice, pairs)
@@ -954,10 +982,9 @@ cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
             join_one(T.Q, qi, T.X, T.floor_score, T.exclude, <Scratch*>s, T.kern, any_measure,
                      pairs)
     elif T.measure == DICE:
-        search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice)
+        search_one(T.Q, qi, T.X, T.k, floor, T.exclude, <Scratch*>s, T.kern, dice)
     else:
-        search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern,
-                   any_measure)
+        search_one(T.Q, qi, T.X, T.k, floor, T.exclude, <Scratch*>s, T.kern, any_measure)
 
 
 cdef void bitslice_take_stats(void* scratch, int64_t* row) noexcept nogil:
