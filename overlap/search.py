@@ -377,6 +377,38 @@ class OverlapIndex:
         """
         return self._join(queries, "queries", threshold, n_threads, progress, measure)
 
+    def _join_slices(self, queries: Fields, *, threshold: float, rows: int,
+                     measure: str = "dice",
+                     n_threads: int | None = None) -> Iterator[tuple[np.ndarray, ...]]:
+        """The pairs of :meth:`join`, ``rows`` queries at a time, unsorted.
+
+        Yields ``(left, right, score)`` for queries ``[0, rows)``, then
+        ``[rows, 2 * rows)``, ...; ``left`` numbers the queries as given.  The
+        bit-sliced join reads the queries in place (one collection for all
+        slices, no copy of a slice); the postings join gets each slice copied.
+        """
+        threshold = check_join_threshold(threshold)
+        code = check_measure(measure)
+        rows = check_int(rows, "rows", minimum=1)
+        nt = effective_n_threads(n_threads)
+        qfields, max_row, _ = self._check_queries(queries, "queries", self._name)
+        n = len(qfields[0])
+        if _dispatch.use_bitslice_join(self._fields, n):
+            parts: list = []
+            run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
+            nt = threads_for(n, nt, 64)
+            for a in range(0, n, rows):
+                b = min(n, a + rows)
+                run(a, b, min(nt, b - a))
+                yield parts.pop()
+            return
+        for a in range(0, n, rows):
+            b = min(n, a + rows)
+            part = qfields if (a, b) == (0, n) else tuple(
+                f.take(np.arange(a, b, dtype=np.int64)) for f in qfields)
+            res = self._join(part, "queries", threshold, n_threads, False, measure)
+            yield res.left + a, res.right, res.score
+
     def _join(self, queries, qname: str, threshold, n_threads, progress,
               measure: str = "dice") -> JoinResult:
         """:meth:`join`; errors about the queries name ``qname``."""

@@ -103,17 +103,17 @@ def merge_top_k(score: np.ndarray, index: np.ndarray, new_score: np.ndarray,
     return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
 
 
-def _best_per_query(pairs, nq: int, k: int, offset: int):
-    """Top-k per query of join pairs (left: reference row, right: query)."""
+def _best_per_query(left: np.ndarray, right: np.ndarray, score: np.ndarray, nq: int, k: int):
+    """Top-k per query of join pairs in any order (left: reference row, right: query)."""
     s = np.zeros((nq, k), dtype=np.float64)
     i = np.full((nq, k), -1, dtype=np.int64)
-    order = np.lexsort((pairs.left, -pairs.score, pairs.right))
-    q, r, sc = pairs.right[order], pairs.left[order], pairs.score[order]
+    order = np.lexsort((left, -score, right))
+    q, r, sc = right[order], left[order], score[order]
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
     rank = np.arange(q.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, q.shape[0]]))
     top = rank < k
     s[q[top], rank[top]] = sc[top]
-    i[q[top], rank[top]] = r[top] + offset
+    i[q[top], rank[top]] = r[top]
     return s, i
 
 
@@ -214,21 +214,19 @@ class StreamMerger:
 
     def _join_chunk(self, rfields, cut: float):
         if self._query_index is None:
-            self._query_index = OverlapIndex(self.queries, n_threads=self.n_threads)
+            self._query_index = build_index(self.queries, "queries",
+                                            effective_n_threads(self.n_threads), eager=False)
         nq, k = self.score.shape
         m = len(rfields[0])
         s = np.zeros((nq, k), dtype=np.float64)
         i = np.full((nq, k), -1, dtype=np.int64)
         n_pairs = 0
-        for a in range(0, m, JOIN_ROWS):
-            b = min(m, a + JOIN_ROWS)
-            part = rfields if (a, b) == (0, m) else tuple(
-                f.take(np.arange(a, b, dtype=np.int64)) for f in rfields)
-            pairs = self._query_index.join(part, threshold=cut, measure=self.measure,
-                                           n_threads=self.n_threads)
-            n_pairs += len(pairs)
-            if len(pairs):
-                s, i = merge_top_k(s, i, *_best_per_query(pairs, nq, k, a))
+        for left, right, score in self._query_index._join_slices(
+                rfields, threshold=cut, rows=JOIN_ROWS, measure=self.measure,
+                n_threads=self.n_threads):
+            n_pairs += len(left)
+            if len(left):
+                s, i = merge_top_k(s, i, *_best_per_query(left, right, score, nq, k))
         self._pairs_per_row = n_pairs / m
         return s, i
 
