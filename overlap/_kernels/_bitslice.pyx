@@ -110,8 +110,9 @@ ctypedef struct BIndex:
     const int32_t* rank      # original -> renumbered
     const int32_t* zs        # F * n sizes, renumbered order
     const int32_t* wzmin     # F * nw smallest size in each word (padding: INT32 max)
-    const VocabSlot* vocab   # per field, a table of the token hashes and their
-    const int64_t* voff      # vocabulary ids (global over fields; see _vocab.pxd)
+    const VocabSlot* vocab   # per field, a table of the token hashes and their codes
+    const int64_t* voff      # (see token_codes: a bitmap row, or n_rows + vocabulary id)
+    int64_t n_rows           # bitmap rows (codes below it are rows)
     const int64_t* bitmap_row  # V: bitmap row of a frequent token, -1 for a rare one
     const int64_t* rptr      # V + 1: rare postings
     const int32_t* rref      # renumbered references, ascending within a token
@@ -170,7 +171,9 @@ cdef class BitsliceIndex:
             raise ValueError("BitsliceIndex: inconsistent array shapes")
         check_tables(n, bits.shape[0] // max(nw, 1), bitmap_row, rptr, rref)
         check_vocabulary(vocab, voff, bitmap_row.shape[0])
-        self._keep = (order, rank, zs, wzmin, vocab, voff, bitmap_row, rptr, rref, bits)
+        codes = token_codes(vocab, bitmap_row, bits.shape[0] // max(nw, 1))
+        self._keep = (order, rank, zs, wzmin, codes, voff, bitmap_row, rptr, rref, bits)
+        cdef const uint64_t[::1] cv = codes
         self.n_rows = bits.shape[0] // max(nw, 1)
         self.n_words = nw
         self.x.F = n_fields
@@ -180,7 +183,8 @@ cdef class BitsliceIndex:
         self.x.rank = &rank[0] if n else NULL
         self.x.zs = &zs[0] if zs.shape[0] else NULL
         self.x.wzmin = &wzmin[0] if wzmin.shape[0] else NULL
-        self.x.vocab = <const VocabSlot*>&vocab[0] if vocab.shape[0] else NULL
+        self.x.vocab = <const VocabSlot*>&cv[0] if cv.shape[0] else NULL
+        self.x.n_rows = self.n_rows
         self.x.voff = &voff[0]
         self.x.bitmap_row = &bitmap_row[0] if bitmap_row.shape[0] else NULL
         self.x.rptr = &rptr[0]
@@ -311,6 +315,22 @@ cdef bint check_floors(const double[::1] floors) noexcept:
         if not 0.0 <= floors[i] <= 1.0:
             return False
     return True
+
+
+def token_codes(vocab, bitmap_row, int64_t n_rows):
+    """A copy of the vocabulary tables whose ids are the query side's codes.
+
+    A frequent token's code is its bitmap row (``< n_rows``), a rare one's
+    ``n_rows +`` its vocabulary id; empty slots keep ``-1``.  One read of the
+    table then says what the token is (no second read of ``bitmap_row``).
+    """
+    codes = np.array(vocab, dtype=np.uint64, copy=True)
+    if len(bitmap_row) == 0:
+        return codes  # no vocabulary: every slot is empty
+    ids = codes.view(np.int64)[1::2]
+    rows = np.asarray(bitmap_row)[np.maximum(ids, 0)]
+    ids[:] = np.where(ids < 0, -1, np.where(rows >= 0, rows, n_rows + ids))
+    return codes
 
 
 cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):
@@ -603,14 +623,15 @@ cdef bint prepare_query(const Coll* Q, int64_t qi, const BIndex* X,
         t1 = Q.ip[f * (Q.n + 1) + qi + 1]
         n_frequent = 0
         for t in range(t0, t1):
-            vid = vocab_lookup(X.vocab, X.voff, f, Q.h[t])
+            vid = vocab_lookup(X.vocab, X.voff, f, Q.h[t])  # a code (token_codes)
             if vid < 0:
                 continue
             s.m[f] += 1
-            if X.bitmap_row[vid] >= 0:
-                s.rows[f * s.rowcap + n_frequent] = X.bits + X.bitmap_row[vid] * X.nw
+            if vid < X.n_rows:
+                s.rows[f * s.rowcap + n_frequent] = X.bits + vid * X.nw
                 n_frequent += 1
                 continue
+            vid -= X.n_rows
             for p in range(X.rptr[vid], X.rptr[vid + 1]):
                 r = X.rref[p]
                 if rare_counts[r] == 0:
