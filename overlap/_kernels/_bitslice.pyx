@@ -918,6 +918,9 @@ cdef void join_one(const Coll* Q, int64_t qi, const BIndex* X, double threshold,
     s.pairs = pairs
     s.qrow = row_id(Q, qi)
     s.upper = upper
+    if not size_may_reach(Q, qi, X, threshold, mk):
+        s.pairs = NULL
+        return  # nothing looked up, nothing to reset
     if prepare_query(Q, qi, X, s):
         for blk in range(nblk):
             b = block_bound(X, s, blk, mk)
@@ -925,6 +928,26 @@ cdef void join_one(const Coll* Q, int64_t qi, const BIndex* X, double threshold,
                 scan_block(X, blk, 1, threshold, -1, s, kern, mk)
     s.pairs = NULL
     reset_query(X, s)
+
+
+cdef inline bint size_may_reach(const Coll* Q, int64_t qi, const BIndex* X, double threshold,
+                                MeasureArg mk) noexcept nogil:
+    """Whether query qi's field-0 size lets it reach ``threshold`` with any reference.
+
+    The bound of ``block_bound`` over the whole index with every query token
+    shared (``m = q``): a long probe row against short indexed rows (or the
+    reverse) is dropped before any of its tokens is looked up.  An empty
+    query scores 0 with everything.
+    """
+    cdef int64_t q = Q.sz[qi], z
+    if q == 0 or X.n == 0:
+        return False
+    z = q
+    if z < X.zs[0]:
+        z = X.zs[0]
+    if z > X.zs[X.n - 1]:
+        z = X.zs[X.n - 1]
+    return rest_score(measure_of(mk), q, q, z) >= threshold
 
 
 ctypedef struct BTask:
