@@ -17,7 +17,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from overlap._kernels._hash cimport (
     seed_basis, fnv_byte, fnv_codepoint, finish_token, hash_id, ngram_step,
 )
-from overlap._kernels._sort cimport sort_u64
+from overlap._kernels._sort cimport sort_hashes
 
 cnp.import_array()
 
@@ -281,7 +281,7 @@ cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
         n = n - ngram + 1
     if n == 0:
         return 0
-    sort_u64(h, n)
+    sort_hashes(h, n)
     m = 0
     i = 0
     while i < n:
