@@ -38,14 +38,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader,
                            from_rows, record_batches, valid_utf8)
+from ._line_scan import jsonl_block_facts
 from ._optional import require
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
@@ -74,7 +74,6 @@ NESTING_GUARD = 200
 JSON_PIECES = 2
 JSON_MIN_PIECE = 64 << 10
 
-_TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
 
 
 def _have_pyarrow() -> bool:
@@ -194,15 +193,16 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
         return None  # Python refuses a BOM inside the file
     if not valid_utf8(block):
         return None
-    lines = count_bytes(block, b"\n") + (not block.endswith(b"\n"))
+    newlines, openers, two_objects = jsonl_block_facts(block)
+    lines = newlines + (not block.endswith(b"\n"))
     schema = pa.schema([(f, pa.string()) for f in fields])
     table = _read_json(block, pj.ParseOptions(explicit_schema=schema,
                                               unexpected_field_behavior="ignore"))
     if table is None:
         return None
-    if table.num_rows != lines or _TWO_OBJECTS.search(block) is not None:
+    if table.num_rows != lines or two_objects:
         return None  # a blank line, or two objects on a line
-    if _may_nest_deeply(block, lines):  # Python's parser may refuse it
+    if _may_nest_deeply(block, lines, openers):  # Python's parser may refuse it
         return None
     cols = {}
     for f in fields:
@@ -238,14 +238,15 @@ def _read_json(block: bytes, parse_options: Any) -> Any:
     return None
 
 
-def _may_nest_deeply(block: bytes, lines: int) -> bool:
-    """Whether a line of ``block`` may hold :data:`NESTING_GUARD` levels of nesting.
+def _may_nest_deeply(block: bytes, lines: int, openers: int) -> bool:
+    """Whether a line of ``block`` may hold :data:`NESTING_GUARD` levels of nesting
+    (``openers``: the block's ``[`` and ``{``).
 
     Sound only once every line is known to hold a JSON object (pyarrow's row
     count equals the line count): each line then holds one ``{`` at least, and
     the count beyond that bounds any one line's."""
-    openers = count_bytes(block, b"[{") - (lines - 1)
-    return openers >= NESTING_GUARD and _max_openers(block) >= NESTING_GUARD
+    return (openers - (lines - 1) >= NESTING_GUARD
+            and _max_openers(block) >= NESTING_GUARD)
 
 
 def _max_openers(block: bytes) -> int:
@@ -418,14 +419,15 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
         return None
     if not valid_utf8(block):
         return None
-    lines = count_bytes(block, b"\n") + (not block.endswith(b"\n"))
+    newlines, openers, two_objects = jsonl_block_facts(block)
+    lines = newlines + (not block.endswith(b"\n"))
     # first the rows, with no column inferred (pyarrow's type inference overflows
     # its stack on a deeply nested value, so the nesting is checked before it)
     rows = _read_json(block, pj.ParseOptions(explicit_schema=pa.schema([]),
                                              unexpected_field_behavior="ignore"))
-    if rows is None or rows.num_rows != lines or _TWO_OBJECTS.search(block) is not None:
+    if rows is None or rows.num_rows != lines or two_objects:
         return None
-    if _may_nest_deeply(block, lines):
+    if _may_nest_deeply(block, lines, openers):
         return None
     table = _read_json(block, pj.ParseOptions())
     if table is None or table.num_rows != lines:
