@@ -69,9 +69,10 @@ PARQUET_BATCH = 65536
 #: such a block is read by the stdlib reader, which decides.
 NESTING_GUARD = 200
 
-#: Pieces of a JSONL block that pyarrow's threads parse at once, and the
-#: smallest piece (a smaller block is one piece).
-JSON_PIECES = 2
+#: Pieces of a JSONL block that pyarrow's threads parse at once (None: one for
+#: each of pyarrow's CPU threads, at least two), and the smallest piece (a block
+#: of less than two is one piece).
+JSON_PIECES: int | None = None
 JSON_MIN_PIECE = 64 << 10
 
 
@@ -216,7 +217,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
 def _read_json(block: bytes, parse_options: Any) -> Any:
     """pyarrow's JSON reader on ``block``, or None when it refuses the block.
 
-    The block is handed over in :data:`JSON_PIECES` pieces, which pyarrow's
+    The block is handed over in pieces (:data:`JSON_PIECES`), which pyarrow's
     threads parse at once (a block of one piece is parsed by one thread: on
     two cores, two pieces read 1.3-1.9x faster).  pyarrow takes a line that
     spans two pieces, not one that spans three (a long line with more pieces):
@@ -226,8 +227,9 @@ def _read_json(block: bytes, parse_options: Any) -> Any:
     import pyarrow.json as pj
 
     sizes = [len(block) + 1]
-    if JSON_PIECES > 1 and len(block) >= 2 * JSON_MIN_PIECE:
-        sizes.insert(0, len(block) // JSON_PIECES + 1)
+    pieces = min(JSON_PIECES or max(2, pa.cpu_count()), len(block) // JSON_MIN_PIECE)
+    if pieces > 1:
+        sizes.insert(0, len(block) // pieces + 1)
     for size in sizes:
         try:
             return pj.read_json(arrow_reader(block),

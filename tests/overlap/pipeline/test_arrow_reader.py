@@ -250,8 +250,11 @@ def _block_sizes(monkeypatch) -> list:
     return sizes
 
 
-def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch):
-    # pyarrow gets pieces of half a block (its threads parse them at once) ...
+@pytest.mark.parametrize("pieces", [None, 3])
+def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch, pieces):
+    # pyarrow gets a piece of the block for each of its threads (two at least),
+    # which parse them at once ...
+    monkeypatch.setattr(_batches, "JSON_PIECES", pieces)
     lines = [b'{"text": "row %d of many"}' % i for i in range(20_000)]
     path = str(tmp_path / "a.jsonl")
     write_file(path, b"\n".join(lines) + b"\n")
@@ -259,7 +262,8 @@ def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch):
     rows = [t for c in read_chunks(path, engine="arrow") for t in c.columns["text"].to_pylist()]
     assert rows == [f"row {i} of many" for i in range(20_000)]
     block = os.path.getsize(path)
-    assert block > 2 * _batches.JSON_MIN_PIECE and sizes == [block // 2 + 1]
+    want = min(pieces or max(2, pa.cpu_count()), block // _batches.JSON_MIN_PIECE)
+    assert want >= 2 and sizes == [block // want + 1]
 
 
 def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
@@ -267,6 +271,7 @@ def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
     # refuses it) is read again whole, by pyarrow, not by the stdlib reader
     from overlap import _readers
     monkeypatch.setattr(_batches, "JSON_PIECES", 4)
+    monkeypatch.setattr(_batches, "JSON_MIN_PIECE", 1024)
     lines = [b'{"text": "%s"}' % (b"w " * 100_000), b'{"text": "short"}']
     path = str(tmp_path / "a.jsonl")
     write_file(path, b"\n".join(lines) + b"\n")
