@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader,
-                           from_rows, record_batches, valid_utf8)
+                           from_rows, piece_sizes, record_batches, valid_utf8)
 from ._line_scan import jsonl_block_facts
 from ._optional import require
 from ._progress import make_progress
@@ -68,13 +68,6 @@ PARQUET_BATCH = 65536
 #: A JSON line with this many ``[``/``{`` may nest too deeply for Python's parser:
 #: such a block is read by the stdlib reader, which decides.
 NESTING_GUARD = 200
-
-#: Pieces of a JSONL block that pyarrow's threads parse at once (None: one for
-#: each of pyarrow's CPU threads, at least two), and the smallest piece (a block
-#: of less than two is one piece).
-JSON_PIECES: int | None = None
-JSON_MIN_PIECE = 64 << 10
-
 
 
 def _have_pyarrow() -> bool:
@@ -215,22 +208,14 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
 
 
 def _read_json(block: bytes, parse_options: Any) -> Any:
-    """pyarrow's JSON reader on ``block``, or None when it refuses the block.
-
-    The block is handed over in pieces (:data:`JSON_PIECES`), which pyarrow's
-    threads parse at once (a block of one piece is parsed by one thread: on
-    two cores, two pieces read 1.3-1.9x faster).  pyarrow takes a line that
-    spans two pieces, not one that spans three (a long line with more pieces):
-    when it refuses the pieces, the block is read again as one.
-    """
+    """pyarrow's JSON reader on ``block`` in pieces (:func:`piece_sizes`), or
+    None when it refuses the block.  pyarrow takes a line that spans two
+    pieces, not one that spans three (a long line with more pieces): when it
+    refuses the pieces, the block is read again as one."""
     import pyarrow as pa
     import pyarrow.json as pj
 
-    sizes = [len(block) + 1]
-    pieces = min(JSON_PIECES or max(2, pa.cpu_count()), len(block) // JSON_MIN_PIECE)
-    if pieces > 1:
-        sizes.insert(0, len(block) // pieces + 1)
-    for size in sizes:
+    for size in piece_sizes(len(block)):
         try:
             return pj.read_json(arrow_reader(block),
                                 read_options=pj.ReadOptions(use_threads=True, block_size=size),

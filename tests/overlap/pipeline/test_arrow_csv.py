@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap import _arrow_csv, _batches
+from overlap import _arrow_csv, _batches, _line_blocks
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
@@ -45,10 +45,11 @@ def _record(values, delimiter, crlf):
        raw=st.lists(st.tuples(st.integers(0, 25), st.sampled_from(RAW)), max_size=2),
        tsv=st.booleans(), crlf=st.booleans(), bom=st.booleans(), final_nl=st.booleans(),
        block=st.sampled_from([4, 16, 64, 1024, 1 << 20]),
-       compress=st.sampled_from(["", ".gz", ".zst"]), chunk_rows=st.sampled_from([1, 3, 1000]))
+       compress=st.sampled_from(["", ".gz", ".zst"]), chunk_rows=st.sampled_from([1, 3, 1000]),
+       pieces=st.sampled_from([1, 2, 3]))
 def test_csv_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, rows, raw, tsv, crlf,
                                                      bom, final_nl, block, compress,
-                                                     chunk_rows):
+                                                     chunk_rows, pieces):
     delimiter = "\t" if tsv else ","
     records = [_record(["id", "text"], delimiter, crlf)]
     records += [_record([a, b], delimiter, crlf) for a, b in rows]
@@ -60,7 +61,10 @@ def test_csv_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, rows, raw
     name = ("f.tsv" if tsv else "f.csv") + compress
     path = str(tmp_path_factory.mktemp("c") / name)
     write_file(path, data)
-    got = same_outcome(path, ["text", "id"], block, chunk_rows=chunk_rows)
+    with pytest.MonkeyPatch.context() as mp:  # blocks in pieces, records across them
+        mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
+        mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
+        got = same_outcome(path, ["text", "id"], block, chunk_rows=chunk_rows)
     if not raw and got[0] == "rows":
         assert got[1] == ref.csv_rows(path, ["text", "id"], delimiter)
 
@@ -130,9 +134,10 @@ def _whole(path, engine, fields):
 @given(rows=st.lists(st.tuples(value, value), max_size=12),
        raw=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(RAW)), max_size=1),
        tsv=st.booleans(), crlf=st.booleans(), bom=st.booleans(),
-       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]))
+       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]),
+       pieces=st.sampled_from([1, 2, 3]))
 def test_whole_csv_tables_equal_the_stdlib_reader(tmp_path_factory, rows, raw, tsv, crlf, bom,
-                                                  block, fields):
+                                                  block, fields, pieces):
     from overlap._readers import open_records
 
     delimiter = "\t" if tsv else ","
@@ -144,6 +149,8 @@ def test_whole_csv_tables_equal_the_stdlib_reader(tmp_path_factory, rows, raw, t
     write_file(path, (b"\xef\xbb\xbf" if bom else b"") + b"".join(records))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
+        mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
+        mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         assert _whole(path, "arrow", fields) == _whole(path, "python", fields)
         fast = _batches.read_whole_table(path, "tsv" if tsv else "csv", engine="arrow")
     if fast is not None:  # the line of each row is the stdlib reader's

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap import _batches
+from overlap import _batches, _line_blocks
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
@@ -75,8 +75,8 @@ def test_jsonl_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines,
     path = str(tmp_path_factory.mktemp("j") / ("f.jsonl.gz" if gz else "f.jsonl"))
     write_file(path, data)
     with pytest.MonkeyPatch.context() as mp:  # every block in pieces, long lines across them
-        mp.setattr(_batches, "JSON_PIECES", pieces)
-        mp.setattr(_batches, "JSON_MIN_PIECE", 1)
+        mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
+        mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         got = same_outcome(path, ["text"], block, chunk_rows=chunk_rows)
     if got[0] == "rows" and got[1]:
         assert got[1] == ref.jsonl_rows(path, ["text"])
@@ -220,8 +220,8 @@ def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad
     write_file(path, b"\n".join(lines) + b"\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        mp.setattr(_batches, "JSON_PIECES", pieces)
-        mp.setattr(_batches, "JSON_MIN_PIECE", 1)
+        mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
+        mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         assert _tableoutcome(path, "arrow", fields) == _tableoutcome(path, "python", fields)
 
 
@@ -254,7 +254,7 @@ def _block_sizes(monkeypatch) -> list:
 def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch, pieces):
     # pyarrow gets a piece of the block for each of its threads (two at least),
     # which parse them at once ...
-    monkeypatch.setattr(_batches, "JSON_PIECES", pieces)
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
     lines = [b'{"text": "row %d of many"}' % i for i in range(20_000)]
     path = str(tmp_path / "a.jsonl")
     write_file(path, b"\n".join(lines) + b"\n")
@@ -262,7 +262,7 @@ def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch, pieces):
     rows = [t for c in read_chunks(path, engine="arrow") for t in c.columns["text"].to_pylist()]
     assert rows == [f"row {i} of many" for i in range(20_000)]
     block = os.path.getsize(path)
-    want = min(pieces or max(2, pa.cpu_count()), block // _batches.JSON_MIN_PIECE)
+    want = min(pieces or max(2, pa.cpu_count()), block // _line_blocks.PARSE_MIN_PIECE)
     assert want >= 2 and sizes == [block // want + 1]
 
 
@@ -270,8 +270,8 @@ def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
     # ... and a block whose long line spans more than two pieces (pyarrow
     # refuses it) is read again whole, by pyarrow, not by the stdlib reader
     from overlap import _readers
-    monkeypatch.setattr(_batches, "JSON_PIECES", 4)
-    monkeypatch.setattr(_batches, "JSON_MIN_PIECE", 1024)
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", 4)
+    monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1024)
     lines = [b'{"text": "%s"}' % (b"w " * 100_000), b'{"text": "short"}']
     path = str(tmp_path / "a.jsonl")
     write_file(path, b"\n".join(lines) + b"\n")
