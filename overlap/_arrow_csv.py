@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
-                           from_rows, piece_sizes, record_batches, valid_utf8)
+                           from_rows, record_batches, valid_utf8)
 from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
@@ -228,20 +228,16 @@ def _parse(block: bytes, delimiter: str, header: list[str], fields: list[str]) -
     import pyarrow as pa
     import pyarrow.csv as pcsv
 
-    for size in piece_sizes(len(block)):  # pieces for pyarrow's threads, else the block
-        try:
-            return pcsv.read_csv(
-                arrow_reader(block),
-                read_options=pcsv.ReadOptions(column_names=header, use_threads=True,
-                                              block_size=size),
-                parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char='"',
-                                                double_quote=True, escape_char=False,
-                                                newlines_in_values=True,
-                                                ignore_empty_lines=True),
-                convert_options=pcsv.ConvertOptions(
-                    column_types={f: pa.large_string() for f in fields},
-                    include_columns=fields, strings_can_be_null=False,
-                    quoted_strings_can_be_null=False))
-        except (pa.ArrowException, ValueError):
-            continue
-    return None
+    try:
+        return pcsv.read_csv(
+            arrow_reader(block),
+            read_options=pcsv.ReadOptions(column_names=header, use_threads=True,
+                                          block_size=len(block) + 1),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char='"',
+                                            double_quote=True, escape_char=False,
+                                            newlines_in_values=True, ignore_empty_lines=True),
+            convert_options=pcsv.ConvertOptions(
+                column_types={f: pa.large_string() for f in fields}, include_columns=fields,
+                strings_can_be_null=False, quoted_strings_can_be_null=False))
+    except (pa.ArrowException, ValueError):
+        return None

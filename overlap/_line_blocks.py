@@ -23,9 +23,9 @@ PYTHON_BATCH = 8192
 
 BOM = b"\xef\xbb\xbf"
 
-#: Pieces of a block that pyarrow's threads parse at once (None: one for each of
-#: pyarrow's CPU threads, at least two), and the smallest piece (a block of less
-#: than two is one piece).
+#: Pieces of a JSONL block that pyarrow's threads parse at once (None: one for
+#: each of pyarrow's CPU threads, at least two), and the smallest piece (a block
+#: of less than two is one piece).
 PARSE_PIECES: int | None = None
 PARSE_MIN_PIECE = 64 << 10
 
@@ -180,11 +180,13 @@ def arrow_reader(block: bytes) -> Any:
 
 
 def piece_sizes(n_bytes: int) -> list[int]:
-    """The ``block_size`` values to hand pyarrow's JSON or CSV reader for a block
-    of ``n_bytes``, in the order to try them: pieces for its threads to parse at
+    """The ``block_size`` values to hand pyarrow's JSON reader for a block of
+    ``n_bytes``, in the order to try them: pieces for its threads to parse at
     once (:data:`PARSE_PIECES`; one piece is parsed by one thread: on two cores,
     two pieces read 1.3-1.9x faster), then the whole block, for the block whose
-    long line or record pyarrow refuses across pieces."""
+    long line pyarrow refuses across pieces.  Not for CSV: pyarrow's CSV reader
+    loses the ``\n`` of a quoted ``\r\n`` that a piece edge splits (pyarrow
+    26), so CSV blocks go to it whole."""
     import pyarrow as pa
 
     sizes = [n_bytes + 1]

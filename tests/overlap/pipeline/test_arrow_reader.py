@@ -21,7 +21,7 @@ from overlap import _batches, _line_blocks
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
-from reference.engines import outcome, same_outcome, write_file
+from reference.engines import table_outcome, outcome, same_outcome, write_file
 
 pa = pytest.importorskip("pyarrow", reason="the arrow reader needs pyarrow")
 pq = pytest.importorskip("pyarrow.parquet", reason="the arrow reader needs pyarrow")
@@ -193,20 +193,6 @@ TABLE_JSON = GOOD_JSON + [
 ]
 
 
-def _tableoutcome(path, engine, fields):
-    from overlap.pipeline.tables import read_fields, read_table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OVERLAP_READER", engine)
-        out = []
-        for read in (lambda: read_table(path), lambda: read_fields(path, fields)):
-            try:
-                out.append(("ok", read()))
-            except ValueError as e:
-                out.append(("error", str(e)))
-        return out
-
-
 @settings(max_examples=100, deadline=None)
 @given(lines=st.lists(st.sampled_from(TABLE_JSON + BLANK), max_size=12),
        bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)), at=st.integers(0, 12),
@@ -222,7 +208,7 @@ def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad
         mp.setattr(_batches, "BLOCK_BYTES", block)
         mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
         mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
-        assert _tableoutcome(path, "arrow", fields) == _tableoutcome(path, "python", fields)
+        assert table_outcome(path, "arrow", fields) == table_outcome(path, "python", fields)
 
 
 @settings(max_examples=60, deadline=None)
@@ -232,8 +218,8 @@ def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bloc
     write_file(path, b"\n".join(lines))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        assert (_tableoutcome(path, "arrow", ["text"])
-                == _tableoutcome(path, "python", ["text"]))
+        assert (table_outcome(path, "arrow", ["text"])
+                == table_outcome(path, "python", ["text"]))
 
 
 def _block_sizes(monkeypatch) -> list:
