@@ -207,15 +207,20 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     return cols
 
 
-def _read_json(block: bytes, parse_options: Any) -> Any:
+def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
     """pyarrow's JSON reader on ``block`` in pieces (:func:`piece_sizes`), or
     None when it refuses the block.  pyarrow takes a line that spans two
     pieces, not one that spans three (a long line with more pieces): when it
-    refuses the pieces, the block is read again as one."""
+    refuses the pieces, the block is read again as one.
+
+    Only with an explicit schema: when pyarrow infers the types, it reconciles
+    the pieces' types (a number in one piece and a string in another came back
+    as the string ``"3"``) where one piece is refused; ``pieces=False`` then.
+    """
     import pyarrow as pa
     import pyarrow.json as pj
 
-    for size in piece_sizes(len(block)):
+    for size in piece_sizes(len(block)) if pieces else [len(block) + 1]:
         try:
             return pj.read_json(arrow_reader(block),
                                 read_options=pj.ReadOptions(use_threads=True, block_size=size),
@@ -416,7 +421,7 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
         return None
     if _may_nest_deeply(block, lines, openers):
         return None
-    table = _read_json(block, pj.ParseOptions())
+    table = _read_json(block, pj.ParseOptions(), pieces=False)  # types inferred
     if table is None or table.num_rows != lines:
         return None
     out = {}

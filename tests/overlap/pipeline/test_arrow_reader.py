@@ -339,3 +339,17 @@ def test_threaded_readers_get_only_copies(tmp_path, monkeypatch):
         assert sum(c.n_rows for c in read_chunks(path, ["text"], engine="arrow")) == 2
         assert read_table(path)["text"] == ["x y", "z"]
     assert given and all(any(g is m for m in made) for g in given)
+
+
+def test_inferred_types_are_read_from_one_piece(tmp_path, monkeypatch):
+    # with its types inferred piece by piece, pyarrow reconciled a number in one
+    # piece with a string in the other into the string "3"; the whole-file
+    # reader infers them from the block in one piece (and hands this one back)
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", 2)
+    monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
+    monkeypatch.setattr(_batches, "BLOCK_BYTES", 64)
+    path = str(tmp_path / "f.jsonl")
+    write_file(path, b'{"text": ""}\n{"text": 3}\n')
+    got = table_outcome(path, "arrow", None)
+    assert got == table_outcome(path, "python", None)
+    assert got[0] == ("ok", {"text": ["", 3]})
