@@ -90,10 +90,18 @@ def reference_index(
 
     Memory is linear in the number of stored tokens.
     """
-    n = len(fields[0])
+    return postings_index(coll, max_row(fields) if len(fields[0]) else 0, fields[0].multiset,
+                          n_threads)
+
+
+def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
+                   n_threads: int = 1) -> _postings_search.ReferenceIndex:
+    """:func:`reference_index` from the rows as ``coll`` stores them: ``longest``
+    is their longest row (tokens, one field), ``multiset`` whether they are bags."""
+    n = coll.n_rows
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
-    total = sum(ts.nnz for ts in fields)
+    total = sum(h.shape[0] for h in stored_hashes(coll))
     # every field's vocabulary ids, numbered one field after the other, over
     # the tokens as coll stores them (renumbered or not)
     inverse = np.empty(total, dtype=np.int32)
@@ -103,7 +111,7 @@ def reference_index(
     all_keys, all_ids, toff, pptr, rank = _token_tables(
         vocabularies(stored_hashes(coll), n_threads, inverse))
     entries, psuf, pcnt, maxe = _postings.build_postings(
-        coll, inverse, rank, pptr, max_row(fields) if n else 0, n_threads
+        coll, inverse, rank, pptr, longest if n else 0, n_threads
     )
     del inverse
     return _postings_search.ReferenceIndex(
@@ -114,7 +122,7 @@ def reference_index(
         pptr,
         entries,
         psuf,
-        pcnt if fields[0].multiset else _EMPTY_U32,
+        pcnt if multiset else _EMPTY_U32,
         rank,
         maxe,
         coll.records(n_threads),
