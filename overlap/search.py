@@ -193,11 +193,11 @@ class OverlapIndex:
 
     def _init(self, fields: tuple | Handover, name: str, nt: int, as_queries: bool = False,
               eager: bool = True) -> None:
-        handed = isinstance(fields, Handover)
+        handed = False
         if isinstance(fields, Handover):
             if not (as_queries and eager):
                 raise ValueError("OverlapIndex: handed-over fields are for a self-join")
-            fields = fields.take()
+            fields, handed = fields.take(), True
         self._fields: tuple | None = fields
         self._n_rows = len(fields[0])
         self._n_fields = len(fields)
