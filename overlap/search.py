@@ -174,7 +174,7 @@ class OverlapIndex:
                    effective_n_threads(n_threads))
 
     @classmethod
-    def _build(cls, fields: tuple, name: str, nt: int, *, as_queries: bool = False,
+    def _build(cls, fields: tuple | Handover, name: str, nt: int, *, as_queries: bool = False,
                eager: bool = True):
         """An index over checked ``fields``; errors about them name ``name``.
 
@@ -302,7 +302,7 @@ class OverlapIndex:
         if qfields is None:
             if self._self_only is not None:
                 return self._coll, self._self_only[1], True, max_row, max_mass
-            qfields, qcoll, against_self = self._fields, self._coll, True
+            qfields, qcoll, against_self = self._need_fields("search"), self._coll, True
         else:
             qcoll = _index.collection(qfields, self._renumbered,
                                       threads_for(len(qfields[0]), nt, 4096))
@@ -328,7 +328,7 @@ class OverlapIndex:
         code = check_measure(measure)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        self._need_fields("max_overlap")
+        fields = self._need_fields("max_overlap")
         checked = self._check_queries(queries, "queries", self._name)
         qfields, max_row, max_mass = checked
         n = len(self) if qfields is None else len(qfields[0])
@@ -336,11 +336,11 @@ class OverlapIndex:
         index = np.full((n, top_k), -1, dtype=np.int64)
         # the bit-sliced kernel where its cost model says it pays (same
         # results); it reads the fields as they are
-        if self._bitslice is not None and _dispatch.use_bitslice(self._fields, n, min_score,
+        if self._bitslice is not None and _dispatch.use_bitslice(fields, n, min_score,
                                                                   self._bitslice):
             run = self._bitslice.top_k_runner(qfields, top_k, min_score, qfields is None,
                                               max_row, score, index, code)
-            work = query_work(self._fields if qfields is None else qfields)
+            work = query_work(fields if qfields is None else qfields)
         else:
             qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",
                                                                     self._name, nt, checked)
@@ -383,10 +383,11 @@ class OverlapIndex:
         checked = self._check_queries(queries, qname, self._name)
         qfields, max_row, _ = checked
         n = len(self) if qfields is None else len(qfields[0])
-        if self._bitslice is not None and _dispatch.use_bitslice_join(self._fields, n):
+        if self._bitslice is not None and _dispatch.use_bitslice_join(
+                self._need_fields("join"), n):
             # the bit-sliced join where it pays (small reference sets; same pairs)
             run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
-            work = query_work(self._fields if qfields is None else qfields)
+            work = query_work(self._need_fields("join") if qfields is None else qfields)
             _run_chunks(run, work, nt, progress, "overlap_join")
             return JoinResult(*_pairs.sorted_pairs(parts, n, len(self), nt))
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt,
@@ -402,7 +403,7 @@ class OverlapIndex:
         return JoinResult(*_pairs.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
 
 
-def build_index(fields: tuple, name: str, nt: int, *, as_queries: bool = False,
+def build_index(fields: tuple | Handover, name: str, nt: int, *, as_queries: bool = False,
                 eager: bool = True) -> OverlapIndex:
     """An :class:`OverlapIndex` over fields already checked (``as_fields``), for
     the package's own callers (:meth:`OverlapIndex._build` says what the
