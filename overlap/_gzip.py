@@ -27,7 +27,7 @@ from __future__ import annotations
 import io
 import zlib
 from types import ModuleType
-from typing import IO, Any
+from typing import IO, Any, cast
 
 __all__ = ["GZIP_INPUT", "gzip_decoder", "GzipInflating"]
 
@@ -49,7 +49,8 @@ def gzip_decoder() -> tuple[str, ModuleType, tuple[type[BaseException], ...]]:
         from isal import isal_zlib
     except ImportError:
         return "zlib", zlib, (zlib.error,)
-    return "isal", isal_zlib, (isal_zlib.error, zlib.error)
+    error = cast("type[BaseException]", isal_zlib.error)  # its stubs say an instance
+    return "isal", isal_zlib, (error, zlib.error)
 
 
 class GzipInflating(io.RawIOBase):
