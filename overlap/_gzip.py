@@ -7,10 +7,11 @@ skipped, an empty file empty.  ISA-L's inflate (``isal.isal_zlib``, the
 ``fastgz`` extra) is 2-3x faster than zlib's, and both run without the GIL.
 Inflating on a background thread, one 2 MiB piece ahead of the reader, was
 tried: reading a 121 MB ``.gz`` with the arrow engine on two busy cores, it
-was no faster and took 10% more CPU time, so the reader's thread inflates.  Headers are parsed here (a whole header is
-handed to the decoder at once), the deflate data and the trailer's checks
-are the decoder's.  A file neither decoder can read is a ValueError naming
-it and the byte where it went wrong, with the same words for both:
+was no faster and took 10% more CPU time, so the reader's thread inflates.
+Headers are parsed here (a whole header is handed to the decoder at once),
+the deflate data and the trailer's checks are the decoder's.  A file
+neither decoder can read is a ValueError naming it and the byte where it
+went wrong, with the same words for both:
 
 * a file that does not start with a gzip member ("not gzip data"),
 * bytes after the last member that do not start one,
