@@ -13,6 +13,12 @@ Run from the repository root::
     python -m bench.stream_contamination                 # 5 GB, about 3 GB of RAM is NOT needed
     python -m bench.stream_contamination --gb 0.5 --chunk-rows 65536
     python -m bench.stream_contamination --gb 0.2 --compare-index   # chunk vs queries index
+    python -m bench.stream_contamination --gb 0.3 --min-score 0.5 --formats jsonl,parquet \
+        --baseline ../previous-main       # the same scans with an earlier build, in turn
+
+``--baseline TREE`` scans every setting with the ``overlap`` of another
+checkout too (built in place, e.g. the previous main): its runs alternate with
+this tree's, so both see the same machine, and its results must be the same.
 
 Corpus rows are "samples" of 10-60 tokens drawn from a Zipf vocabulary of
 100,000 words, each with a unique id token (so no two rows are equal); about
@@ -145,12 +151,14 @@ def scan(args) -> None:
         "seconds": secs, "rows": res.n_references, "bytes": res.nbytes,
         "peak_rss": _status("VmHWM"), "rss_after_import": base, "chunks": res.chunks,
         "index": res.index.tolist(), "score": res.score.tolist(),
-        "version": overlap.__version__,
+        "version": overlap.__version__, "tree": os.path.dirname(os.path.dirname(overlap.__file__)),
     }))
 
 
 def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
-             prefetch: bool = True) -> dict:
+             prefetch: bool = True, tree: str | None = None) -> dict:
+    """One scan in a fresh process; ``tree``: a checkout whose ``overlap`` it uses
+    (its own folder first on the path, this repository's ``bench`` after it)."""
     cmd = [sys.executable, "-m", "bench.stream_contamination", "--scan", corpus,
            "--eval-file", ev_path, "--chunk-rows", str(args.chunk_rows),
            "--min-score", str(args.min_score), "--index", index, "--engine", engine]
@@ -158,7 +166,13 @@ def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
         cmd += ["--threads", str(args.threads)]
     if not prefetch:
         cmd += ["--no-prefetch"]
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True)
+    env, cwd = None, None
+    if tree is not None:
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+            p for p in (here, os.environ.get("PYTHONPATH")) if p))
+        cwd = tree
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -186,6 +200,9 @@ def main(argv=None) -> None:
                     help="read and tokenize on the searching thread (no pipelining)")
     ap.add_argument("--repeat", type=int, default=1, help="scans per setting; the best is "
                     "reported (default 1)")
+    ap.add_argument("--baseline", default=None, metavar="TREE",
+                    help="a checkout built in place (e.g. the previous main) whose overlap "
+                         "scans every setting too, in turn with this tree's")
     ap.add_argument("--scan", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--eval-file", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -217,21 +234,34 @@ def main(argv=None) -> None:
             for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
                 if fmt == "parquet" and engine == "python":
                     continue  # Parquet is read by pyarrow either way
-                best = None
+                trees = [None] + ([os.path.abspath(args.baseline)] if args.baseline else [])
+                best: dict = {}
                 for _ in range(max(1, args.repeat)):
-                    r = run_scan(sources[fmt], ev_path, args, args.index, engine,
-                                 not args.no_prefetch)
-                    if best is None or r["seconds"] < best["seconds"]:
-                        best = r
-                grid[fmt, engine] = best
+                    for tree in trees:  # in turn: both see the same machine
+                        r = run_scan(sources[fmt], ev_path, args, args.index, engine,
+                                     not args.no_prefetch, tree)
+                        if tree not in best or r["seconds"] < best[tree]["seconds"]:
+                            best[tree] = r
+                grid[fmt, engine] = best[None]
+                if args.baseline:
+                    grid[fmt, engine, "baseline"] = best[trees[1]]
+                    if os.path.realpath(best[trees[1]]["tree"]) != os.path.realpath(trees[1]):
+                        raise SystemExit(f"--baseline: the scan imported overlap from "
+                                         f"{best[trees[1]]['tree']}, not {trees[1]}")
         first = next(iter(grid.values()))
-        for (fmt, engine), r in grid.items():
-            assert r["index"] == first["index"] and r["score"] == first["score"], (fmt, engine)
+        for key, r in grid.items():
+            fmt, engine = key[:2]
+            assert r["index"] == first["index"] and r["score"] == first["score"], key
             files = sum(os.path.getsize(os.path.join(sources[fmt], p))
                         for p in os.listdir(sources[fmt]))
-            print(f"{fmt:8s} engine={engine:6s}: {r['seconds']:6.2f}s  "
+            who = "baseline" if len(key) > 2 else "this tree"
+            ratio = ""
+            if len(key) > 2:
+                ratio = f", this tree {r['seconds'] / grid[fmt, engine]['seconds']:.2f}x faster"
+            print(f"{fmt:8s} engine={engine:6s} {who:9s}: {r['seconds']:6.2f}s  "
                   f"{jsonl_bytes / 1e6 / r['seconds']:6.1f} MB/s of JSONL text "
-                  f"({files / 1e6:.0f} MB of files), peak RSS {r['peak_rss'] / 1e6:.0f} MB")
+                  f"({files / 1e6:.0f} MB of files), peak RSS {r['peak_rss'] / 1e6:.0f} MB"
+                  f"{ratio}")
         runs = {args.index: grid.get(("jsonl", "arrow")) or first}
         if args.compare_index:
             for how in ("chunk", "queries"):

@@ -17,11 +17,19 @@ memory (``VmHWM`` of that process) are printed with the ratio to the input
 file, and the output files of the two engines are compared byte for byte.
 The files are deleted at the end (``--keep`` keeps them).
 
+``--stages`` also prints where the peak is reached: the child probes its
+resident memory when each step of the command starts and ends (reading,
+tokenizing, the index's flat copy of the rows, its vocabularies and
+postings, ``ReferenceIndex``, the join, the passes, the writing), with the
+peak since the previous probe (the mark is reset at every probe through
+``/proc/self/clear_refs``, Linux).
+
 Run from the repository root::
 
     python -m bench.table_memory                       # 35 MB scan, 100 MB dedup
     python -m bench.table_memory --train-mb 10 --dedup-mb 20 --engines arrow
     python -m bench.table_memory --max-words 3 --commands dedup   # short rows, about 70 bytes
+    python -m bench.table_memory --commands dedup --engines arrow --stages
 
 (``--max-words N`` keeps the first N words of each text: short rows, where a
 Python ``str`` per row costs most against the text itself.)
@@ -97,24 +105,92 @@ def generate(work: str, train_mb: float, dedup_mb: float, n_eval: int, seed: int
     return paths
 
 
-def child(cmd: list[str]) -> None:
+#: the steps ``--stages`` probes: (module, attribute), called through that attribute
+STAGES = (
+    ("overlap.pipeline.tables", "read_named_columns"),
+    ("overlap.pipeline.scanning", "tokenize_fields"),
+    ("overlap._index", "collection"),
+    ("overlap._index", "reference_index"),
+    ("overlap._index", "vocabularies"),
+    ("overlap._kernels._postings", "build_postings"),
+    ("overlap._kernels._postings_search", "ReferenceIndex"),
+    ("overlap.search", "OverlapIndex._join"),
+    ("overlap.search", "OverlapIndex.max_overlap"),
+    ("overlap.dedup", "dedup_from_edges"),
+    ("overlap.pipeline.tables", "write_table"),
+)
+
+
+class StageProbes:
+    """Resident memory at the start and end of every step of :data:`STAGES`.
+
+    Each probe records ``(label, seconds, rss, peak)``: the resident memory
+    then and the highest since the previous probe; the peak mark is reset at
+    every probe (``/proc/self/clear_refs``), so the largest ``peak`` is the
+    command's.
+    """
+
+    def __init__(self) -> None:
+        self.t0 = time.perf_counter()
+        self.rows: list[tuple[str, float, int, int]] = []
+
+    def probe(self, label: str) -> None:
+        self.rows.append((label, time.perf_counter() - self.t0, _status("VmRSS"),
+                          _status("VmHWM")))
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+
+    def install(self) -> None:
+        import functools
+        import importlib
+
+        for mod_name, attr in STAGES:
+            owner = importlib.import_module(mod_name)
+            *path, name = attr.split(".")
+            for part in path:
+                owner = getattr(owner, part)
+            fn = getattr(owner, name)
+
+            def wrapped(*a, _fn=fn, _label=attr, **k):
+                self.probe(f"start {_label}")
+                try:
+                    return _fn(*a, **k)
+                finally:
+                    self.probe(f"end {_label}")
+
+            setattr(owner, name, functools.wraps(fn)(wrapped))
+
+
+def child(cmd: list[str], stages: bool = False) -> None:
     """Child process: run the command line, then print its wall time and peak RSS
     (``VmHWM`` of this process: the parent's ``ru_maxrss`` would count the
-    generator's memory the child inherited before ``exec``)."""
+    generator's memory the child inherited before ``exec``); with ``stages``,
+    the probes of :class:`StageProbes` too."""
     from overlap.cli import main as overlap_main
 
+    probes = StageProbes() if stages else None
+    if probes is not None:
+        probes.install()
+        probes.probe("start")
     t0 = time.perf_counter()
     rc = overlap_main(cmd)
     secs = time.perf_counter() - t0
-    print(json.dumps({"rc": rc, "seconds": secs, "peak_rss": _status("VmHWM")}))
+    fig = {"rc": rc, "seconds": secs, "peak_rss": _status("VmHWM")}
+    if probes is not None:
+        probes.probe("end")
+        fig["stages"] = probes.rows
+        fig["peak_rss"] = max(r[3] for r in probes.rows)
+    print(json.dumps(fig))
 
 
-def run(cmd: list[str], engine: str, threads: int | None) -> dict:
-    """One command in a fresh process: wall seconds (imports excluded) and peak RSS in bytes."""
+def run(cmd: list[str], engine: str, threads: int | None, stages: bool = False) -> dict:
+    """One command in a fresh process: wall seconds (imports excluded) and peak RSS in
+    bytes (and the probes of :class:`StageProbes` with ``stages``)."""
     env = dict(os.environ, OVERLAP_READER=engine)
     if threads:
         cmd = cmd + ["--threads", str(threads)]
-    out = subprocess.run([sys.executable, "-m", "bench.table_memory", "--child", *cmd, "-q"],
+    flag = ["--child-stages"] if stages else ["--child"]
+    out = subprocess.run([sys.executable, "-m", "bench.table_memory", *flag, *cmd, "-q"],
                          env=env, check=True, stdout=subprocess.PIPE, text=True)
     fig = json.loads(out.stdout.strip().splitlines()[-1])
     if fig["rc"]:
@@ -137,10 +213,15 @@ def main(argv=None) -> None:
     ap.add_argument("--dir", default=None, help="where to write the files (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the files afterwards")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--stages", action="store_true",
+                    help="also print the resident memory at every step of each command")
     ap.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    ap.add_argument("--child-stages", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
         return child(args.child)
+    if args.child_stages:
+        return child(args.child_stages, stages=True)
     work = tempfile.mkdtemp(prefix="overlap-tablemem-", dir=args.dir)
     try:
         t0 = time.perf_counter()
@@ -161,11 +242,14 @@ def main(argv=None) -> None:
             ):
                 if cmd[0] not in commands:
                     continue
-                fig = run(cmd, engine, args.threads)
+                fig = run(cmd, engine, args.threads, args.stages)
                 outputs[what.split()[0]].append(out)
                 print(f"{engine:>6} {what:<13} {size / 1e6:6.1f} MB: {fig['seconds']:6.2f} s, "
                       f"peak RSS {fig['peak_rss'] / 1e6:7.1f} MB "
                       f"({fig['peak_rss'] / size:.1f}x the file)", flush=True)
+                for label, secs, rss, peak in fig.get("stages", []):
+                    print(f"{'':>8}{secs:7.2f} s  {label:<38} RSS {rss / 1e6:7.1f} MB, "
+                          f"peak since the last {peak / 1e6:7.1f} MB", flush=True)
         for what, files in outputs.items():
             same = all(filecmp.cmp(files[0], f, shallow=False) for f in files[1:])
             if len(files) > 1:

@@ -38,14 +38,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
-                           from_rows, record_batches, valid_utf8)
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader,
+                           from_rows, piece_sizes, record_batches, valid_utf8)
+from ._line_scan import jsonl_block_facts
 from ._optional import require
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
@@ -68,8 +68,6 @@ PARQUET_BATCH = 65536
 #: A JSON line with this many ``[``/``{`` may nest too deeply for Python's parser:
 #: such a block is read by the stdlib reader, which decides.
 NESTING_GUARD = 200
-
-_TWO_OBJECTS = re.compile(rb"\}[ \t\r]*\{")
 
 
 def _have_pyarrow() -> bool:
@@ -189,19 +187,16 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
         return None  # Python refuses a BOM inside the file
     if not valid_utf8(block):
         return None
-    lines = count_bytes(block, b"\n") + (not block.endswith(b"\n"))
+    newlines, openers, two_objects = jsonl_block_facts(block)
+    lines = newlines + (not block.endswith(b"\n"))
     schema = pa.schema([(f, pa.string()) for f in fields])
-    try:
-        table = pj.read_json(
-            arrow_reader(block),
-            read_options=pj.ReadOptions(use_threads=True, block_size=len(block) + 1),
-            parse_options=pj.ParseOptions(explicit_schema=schema,
-                                          unexpected_field_behavior="ignore"))
-    except (pa.ArrowException, ValueError):
+    table = _read_json(block, pj.ParseOptions(explicit_schema=schema,
+                                              unexpected_field_behavior="ignore"))
+    if table is None:
         return None
-    if table.num_rows != lines or _TWO_OBJECTS.search(block) is not None:
+    if table.num_rows != lines or two_objects:
         return None  # a blank line, or two objects on a line
-    if _may_nest_deeply(block, lines):  # Python's parser may refuse it
+    if _may_nest_deeply(block, lines, openers):  # Python's parser may refuse it
         return None
     cols = {}
     for f in fields:
@@ -212,14 +207,38 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     return cols
 
 
-def _may_nest_deeply(block: bytes, lines: int) -> bool:
-    """Whether a line of ``block`` may hold :data:`NESTING_GUARD` levels of nesting.
+def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
+    """pyarrow's JSON reader on ``block`` in pieces (:func:`piece_sizes`), or
+    None when it refuses the block.  pyarrow takes a line that spans two
+    pieces, not one that spans three (a long line with more pieces): when it
+    refuses the pieces, the block is read again as one.
+
+    Only with an explicit schema: when pyarrow infers the types, it reconciles
+    the pieces' types (a number in one piece and a string in another came back
+    as the string ``"3"``) where one piece is refused; ``pieces=False`` then.
+    """
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    for size in piece_sizes(len(block)) if pieces else [len(block) + 1]:
+        try:
+            return pj.read_json(arrow_reader(block),
+                                read_options=pj.ReadOptions(use_threads=True, block_size=size),
+                                parse_options=parse_options)
+        except (pa.ArrowException, ValueError):
+            continue
+    return None
+
+
+def _may_nest_deeply(block: bytes, lines: int, openers: int) -> bool:
+    """Whether a line of ``block`` may hold :data:`NESTING_GUARD` levels of nesting
+    (``openers``: the block's ``[`` and ``{``).
 
     Sound only once every line is known to hold a JSON object (pyarrow's row
     count equals the line count): each line then holds one ``{`` at least, and
     the count beyond that bounds any one line's."""
-    openers = count_bytes(block, b"[{") - (lines - 1)
-    return openers >= NESTING_GUARD and _max_openers(block) >= NESTING_GUARD
+    return (openers - (lines - 1) >= NESTING_GUARD
+            and _max_openers(block) >= NESTING_GUARD)
 
 
 def _max_openers(block: bytes) -> int:
@@ -392,26 +411,18 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
         return None
     if not valid_utf8(block):
         return None
-    lines = count_bytes(block, b"\n") + (not block.endswith(b"\n"))
+    newlines, openers, two_objects = jsonl_block_facts(block)
+    lines = newlines + (not block.endswith(b"\n"))
     # first the rows, with no column inferred (pyarrow's type inference overflows
     # its stack on a deeply nested value, so the nesting is checked before it)
-    options = pj.ReadOptions(use_threads=True, block_size=len(block) + 1)
-    try:
-        rows = pj.read_json(arrow_reader(block), read_options=options,
-                            parse_options=pj.ParseOptions(
-                                explicit_schema=pa.schema([]),
-                                unexpected_field_behavior="ignore")).num_rows
-    except (pa.ArrowException, ValueError):
+    rows = _read_json(block, pj.ParseOptions(explicit_schema=pa.schema([]),
+                                             unexpected_field_behavior="ignore"))
+    if rows is None or rows.num_rows != lines or two_objects:
         return None
-    if rows != lines or _TWO_OBJECTS.search(block) is not None:
+    if _may_nest_deeply(block, lines, openers):
         return None
-    if _may_nest_deeply(block, lines):
-        return None
-    try:
-        table = pj.read_json(arrow_reader(block), read_options=options)
-    except (pa.ArrowException, ValueError):
-        return None
-    if table.num_rows != lines:
+    table = _read_json(block, pj.ParseOptions(), pieces=False)  # types inferred
+    if table is None or table.num_rows != lines:
         return None
     out = {}
     for name, col in zip(table.column_names, table.columns):

@@ -90,14 +90,55 @@ def reference_index(
 
     Memory is linear in the number of stored tokens.
     """
-    n = len(fields[0])
+    return postings_index(coll, max_row(fields) if len(fields[0]) else 0, fields[0].multiset,
+                          n_threads)
+
+
+def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
+                   n_threads: int = 1) -> _postings_search.ReferenceIndex:
+    """:func:`reference_index` from the rows as ``coll`` stores them: ``longest``
+    is their longest row (tokens, one field), ``multiset`` whether they are bags."""
+    n = coll.n_rows
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
-    total = sum(ts.nnz for ts in fields)
+    total = sum(h.shape[0] for h in stored_hashes(coll))
     # every field's vocabulary ids, numbered one field after the other, over
     # the tokens as coll stores them (renumbered or not)
     inverse = np.empty(total, dtype=np.int32)
-    tables = vocabularies(stored_hashes(coll), n_threads, inverse)
+    # the vocabulary tables hold views of ``inverse``: they go with
+    # _token_tables' frame, and ``inverse`` right after the postings, before
+    # the index makes its own columns (sign_entries: 8 bytes an entry)
+    all_keys, all_ids, toff, pptr, rank = _token_tables(
+        vocabularies(stored_hashes(coll), n_threads, inverse))
+    entries, psuf, pcnt, maxe = _postings.build_postings(
+        coll, inverse, rank, pptr, longest if n else 0, n_threads
+    )
+    del inverse
+    return _postings_search.ReferenceIndex(
+        coll,
+        all_keys,
+        all_ids,
+        toff,
+        pptr,
+        entries,
+        psuf,
+        pcnt if multiset else _EMPTY_U32,
+        rank,
+        maxe,
+        coll.records(n_threads),
+        n_threads,
+    )
+
+
+def _token_tables(tables: list) -> tuple:
+    """``(tkeys, tids, toff, pptr, rank)`` of :func:`reference_index` from the
+    fields' :func:`vocabularies` (whose inverse ids are shifted in place, so
+    that the fields' ids follow one another).
+
+    ``tkeys``/``tids``: every field's hash table, concatenated (``toff``: each
+    field's first slot); ``pptr``: the posting boundaries (by document
+    frequency); ``rank``: every id's place in its field's scan order.
+    """
     tkeys, tids, ranks, dfs = [], [], [], []
     toff = [0]
     nv_total = 0
@@ -119,25 +160,10 @@ def reference_index(
     pptr = np.zeros(nv_total + 1, dtype=np.int64)
     if nv_total:
         np.cumsum(np.concatenate(dfs), out=pptr[1:])
-    rank = np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64)
-    entries, psuf, pcnt, maxe = _postings.build_postings(
-        coll, inverse, rank, pptr, max_row(fields) if n else 0, n_threads
-    )
-    del inverse
-    return _postings_search.ReferenceIndex(
-        coll,
-        np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
-        np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
-        np.asarray(toff, dtype=np.int64),
-        pptr,
-        entries,
-        psuf,
-        pcnt if fields[0].multiset else _EMPTY_U32,
-        rank,
-        maxe,
-        coll.records(n_threads),
-        n_threads,
-    )
+    return (np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
+            np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
+            np.asarray(toff, dtype=np.int64), pptr,
+            np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64))
 
 
 def max_row(fields: tuple) -> int:

@@ -5,8 +5,10 @@
   is refused with its file and line number before it is held in memory (also
   inside a ``.gz`` or ``.zst`` that inflates to one huge line).
 * :func:`open_binary` opens a file for reading bytes, inflating ``.gz``
-  (gzip) and ``.zst`` (Zstandard, by pyarrow or the optional ``zstandard``
-  package) files; :func:`uncompressed_name` is the name the format is told from.
+  (gzip: :mod:`overlap._gzip`, by the optional ``isal`` package or the
+  stdlib's ``zlib``) and ``.zst`` (Zstandard, by pyarrow or the optional
+  ``zstandard`` package) files; :func:`uncompressed_name` is the name the
+  format is told from.
 * :func:`line_limit` sets that limit for a block of code (the command line's
   ``--max-line-bytes``); readers also take ``max_line_bytes=`` directly.
 * :func:`text_file_kind` is the one rule for ``.txt`` files: DailyDialog when
@@ -21,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import gzip
 import io
 import json
 import os
@@ -29,6 +30,7 @@ import re
 from collections.abc import Iterator
 from typing import IO, Any
 
+from ._gzip import GzipInflating
 from ._optional import MissingExtra
 
 __all__ = ["MAX_LINE_BYTES", "max_line_bytes", "line_limit", "bounded_lines",
@@ -40,6 +42,9 @@ MAX_LINE_BYTES = 64 * 1024 * 1024
 
 #: Inflated bytes of a ``.zst`` file read at a time.
 ZSTD_BUFFER = 1 << 20
+#: Inflated bytes of a ``.gz`` file read at a time (a larger read goes straight
+#: to the decoder).
+GZIP_BUFFER = 1 << 20
 
 #: Utterance terminator of DailyDialog-style files.
 EOU = "__eou__"
@@ -152,7 +157,7 @@ class _Inflating(io.RawIOBase):
 
 class InflatedReader(io.BufferedReader):
     """A buffered reader of inflated bytes; ``fileobj`` is the compressed file
-    (its position: the compressed bytes read), as for ``gzip.GzipFile``."""
+    (its position: the compressed bytes read)."""
 
     fileobj: IO[bytes]
 
@@ -232,6 +237,7 @@ def _zstd_end_check(path: str) -> Any:
 
 def open_binary(path: str) -> IO[bytes]:
     """``path`` opened for reading bytes, inflated when its name ends in ``.gz``
+    (gzip: the ``isal`` package or ``zlib`` inflates it, :mod:`overlap._gzip`)
     or ``.zst`` (Zstandard: pyarrow or the ``zstandard`` package inflates it).
 
     The stream of a compressed file has ``fileobj``, the file itself (whose
@@ -239,7 +245,9 @@ def open_binary(path: str) -> IO[bytes]:
     raw = open(path, "rb")
     try:
         if path.endswith(".gz"):
-            return gzip.GzipFile(fileobj=raw)  # type: ignore[return-value]
+            reader = InflatedReader(GzipInflating(raw, path), GZIP_BUFFER)
+            reader.fileobj = raw
+            return reader
         if path.endswith(".zst"):
             file, inflater = _open_zstd(raw, path)
             try:

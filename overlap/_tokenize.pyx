@@ -17,7 +17,7 @@ from cpython.unicode cimport PyUnicode_DecodeUTF8
 from overlap._kernels._hash cimport (
     seed_basis, fnv_byte, fnv_codepoint, finish_token, hash_id, ngram_step,
 )
-from overlap._kernels._sort cimport sort_u64
+from overlap._kernels._sort cimport sort_hashes
 
 cnp.import_array()
 
@@ -281,7 +281,7 @@ cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
         n = n - ngram + 1
     if n == 0:
         return 0
-    sort_u64(h, n)
+    sort_hashes(h, n)
     m = 0
     i = 0
     while i < n:
@@ -631,7 +631,7 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     sv[0] = 0
     for i in range(n):
         sv[i + 1] = sv[i] + (1 if mode == MODE_WHOLE else offsets[i + 1] - offsets[i])
-    cdef int64_t widest = 0, m, a, b, base_slot, cap
+    cdef int64_t widest = 0, m, a, b, base_slot, cap, room
     for i in range(n):
         widest = max(widest, <int64_t>(offsets[i + 1] - offsets[i]))
     # a batch's slots (at least one row, at least a few dynamic chunks a thread)
@@ -658,8 +658,11 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     cdef bint wide_in_c = lower_matches_str_lower()
     # non-ASCII rows longer than WIDE_ROW_BYTES go to Python: 16 MiB a thread at most
     widest = min(widest, WIDE_ROW_BYTES)
-    parts = []
-    part_counts = []
+    # the packed rows of every batch, one after the other, in one array grown
+    # as the batches come (its size projected from the slots: a rare regrowth
+    # is a realloc), so no part of it is copied again
+    comp = np.empty(0, dtype=np.uint64)
+    comp_cnt = np.empty(0, dtype=np.uint32)
     a = 0
     while a < n:
         b = a + 1
@@ -689,39 +692,44 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
                     lv[i] = finalize_row(bp + (sv[i] - base_slot), m, ngram, multiset,
                                          (cp + (sv[i] - base_slot)) if multiset else cp)
             free(scratch)
-        # the batch's rows, packed (the rows that go to Python hold nothing yet)
+        # the batch's rows, packed after the others (the rows that go to Python
+        # hold nothing yet)
         for i in range(a, b):
             coff[i + 1] = coff[i] + (lv[i] if lv[i] > 0 else 0)
-        part = np.empty(coff[b] - coff[a], dtype=np.uint64)
-        part_cnt = np.empty(coff[b] - coff[a] if multiset else 0, dtype=np.uint32)
+        if coff[b] > comp.shape[0]:
+            room = coff[b] + coff[b] // 8 + 64
+            if b < n:  # the rows to come, at this batch's tokens per slot
+                room = room + <int64_t>(<double>coff[b] / <double>max(sv[b], 1)
+                                      * <double>(sv[n] - sv[b]))
+            if comp.shape[0] == 0:  # numpy's resize would zero the new slots first
+                comp = np.empty(room, dtype=np.uint64)
+                if multiset:
+                    comp_cnt = np.empty(room, dtype=np.uint32)
+            else:  # nothing else refers to them: realloc may move them
+                comp.resize(room, refcheck=False)
+                if multiset:
+                    comp_cnt.resize(room, refcheck=False)
         if coff[b] > coff[a]:
-            pv = part
+            pv = comp
             pp = &pv[0]
             pc = NULL
             if multiset:
-                pcv = part_cnt
+                pcv = comp_cnt
                 pc = &pcv[0]
             with nogil:
                 for i in prange(a, b, num_threads=n_threads, schedule="dynamic",
                                 chunksize=4096):
                     if lv[i] > 0:
-                        memcpy(pp + (coff[i] - coff[a]), bp + (sv[i] - base_slot),
+                        memcpy(pp + coff[i], bp + (sv[i] - base_slot),
                                <size_t>lv[i] * sizeof(uint64_t))
                         if multiset:
-                            memcpy(pc + (coff[i] - coff[a]), cp + (sv[i] - base_slot),
+                            memcpy(pc + coff[i], cp + (sv[i] - base_slot),
                                    <size_t>lv[i] * sizeof(uint32_t))
-        parts.append(part)
-        part_counts.append(part_cnt)
+            pv = pcv = None
         a = b
     del buf, cnt
-    if len(parts) == 1:
-        comp, comp_cnt = parts[0], part_counts[0]
-    elif parts:
-        comp, comp_cnt = np.concatenate(parts), np.concatenate(part_counts)
-    else:
-        comp = np.empty(0, dtype=np.uint64)
-        comp_cnt = np.empty(0, dtype=np.uint32)
-    del parts, part_counts
+    comp.resize(coff[n], refcheck=False)  # a shrink: the pages kept are not copied
+    comp_cnt.resize(coff[n] if multiset else 0, refcheck=False)
     # the other rows: decoded and lower-cased by Python, then the str path's kernels
     wide = np.flatnonzero(lengths < 0)
     cdef Py_ssize_t nw = wide.shape[0]

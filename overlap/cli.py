@@ -1053,21 +1053,23 @@ def _indent(text: str) -> str:
 
 
 def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
+    from ._fields import Handover, as_fields
     from ._threads import effective_n_threads
-    from .dedup import dedup
+    from .dedup import dedup_fields
     from .pipeline.dialogue import EOU, format_dialogue, read_dialogues, write_dialogues
     from .pipeline.output import Outputs
     from .pipeline.scanning import tokenize_fields
-    from .pipeline.steps import dedup_first
+    from .pipeline.steps import dedup_first_fields
     from ._columns import keep_rows
     from .pipeline.tables import infer_format, read_named_columns, write_rows, write_table
     from .search import ratio
     from .tokensets import TokenSets
 
-    from ._validation import check_measure
+    from ._validation import check_measure, check_unit_interval
 
     nt = effective_n_threads(args.threads, "--threads")
     check_measure(args.measure, self_join=True, call="dedup")
+    threshold = check_unit_interval(args.threshold, "--threshold")
     in_fmt = infer_format(args.input, args.format)
     to_stdout = args.out == "-"
     ext = "" if to_stdout else os.path.splitext(args.out)[1].lower()
@@ -1111,12 +1113,14 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     # the index build, the join (with a bar) and the passes each get a step line
     con.log(f"dedup: at threshold {args.threshold:g}{_by_measure(args.measure)}, keep "
             f"{args.keep}: indexing {len(ts[0]):,} {what}")
-    if args.keep == "first":
-        res = dedup_first(ts, threshold=args.threshold, measure=args.measure, n_threads=nt,
-                          progress=con.progress, _log=con.log)
-    else:
-        res = dedup(ts, threshold=args.threshold, measure=args.measure, n_threads=nt,
-                    progress=con.progress, _log=con.log)
+    # only the report reads the token sets after the dedup: without it they
+    # are handed over, and freed once the index holds its own copy of them
+    fields = as_fields(ts, "fields")
+    report_ts = ts if args.report else ()
+    held = fields if args.report else Handover(fields)
+    del ts, fields
+    run = dedup_first_fields if args.keep == "first" else dedup_fields
+    res = run(held, threshold, nt, con.progress, con.log, args.measure)
     with outs:
         if in_fmt == "dailydialog":
             kept_units = [u for u, k in zip(units, res.keep.tolist()) if k]
@@ -1145,8 +1149,8 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
 
             removed = np.flatnonzero(~res.keep)
             kept_for = res.kept_for[removed]
-            scores = (ratio(tuple(t.take(removed) for t in ts),
-                            tuple(t.take(kept_for) for t in ts), measure=args.measure,
+            scores = (ratio(tuple(t.take(removed) for t in report_ts),
+                            tuple(t.take(kept_for) for t in report_ts), measure=args.measure,
                             n_threads=nt)
                       if removed.size else np.zeros(0))
             n = res.keep.shape[0]

@@ -12,7 +12,7 @@ from . import _dedup, _index
 from ._kernels import _collection
 from ._progress import ProgressArg, check_progress
 from ._threads import effective_n_threads
-from ._fields import as_fields
+from ._fields import Handover, as_fields
 from ._order import pair_order, stable_argsort_u64
 from ._validation import check_measure, check_unit_interval
 from .search import Fields, build_index
@@ -112,10 +112,19 @@ def dedup(
     check_measure(measure, self_join=True, call="dedup")
     check_progress(progress)
     nt = effective_n_threads(n_threads)
-    left, right, score = self_join_edges(fields, t, nt, progress, _log, measure)
-    if _log is not None:
-        _log(f"dedup: passes over {left.shape[0]:,} pairs above the threshold")
-    return dedup_from_edges(left, right, score, len(fields[0]))
+    return dedup_fields(fields, t, nt, progress, _log, measure)
+
+
+def dedup_fields(fields: tuple | Handover, threshold: float, nt: int, progress: ProgressArg,
+                 log: Callable[[str], Any] | None = None,
+                 measure: str = "dice") -> DedupResult:
+    """:func:`dedup` of checked ``fields`` (or a :class:`Handover` of them) with
+    checked arguments; ``log`` gets the step lines."""
+    n = fields.n_rows if isinstance(fields, Handover) else len(fields[0])
+    left, right, score = self_join_edges(fields, threshold, nt, progress, log, measure)
+    if log is not None:
+        log(f"dedup: passes over {left.shape[0]:,} pairs above the threshold")
+    return dedup_from_edges(left, right, score, n)
 
 
 def edges_above(n: int, threshold: float, self_join: Callable[[float], Any]) -> Edges:
@@ -133,14 +142,21 @@ def edges_above(n: int, threshold: float, self_join: Callable[[float], Any]) -> 
     return pairs.left[strict], pairs.right[strict], pairs.score[strict]
 
 
-def self_join_edges(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
+def self_join_edges(fields: tuple | Handover, threshold: float, nt: int, progress: ProgressArg,
                     log: Callable[[str], Any] | None = None, measure: str = "dice") -> Edges:
     """:func:`edges_above` of checked ``fields`` by a local self-join on ``nt``
-    threads; ``log`` (the command line's step lines) hears of the join."""
-    n = len(fields[0])
+    threads; ``log`` (the command line's step lines) hears of the join.
+
+    The index lets the fields go once it holds its own copy of them (see
+    :class:`~overlap._fields.Handover`); given a Handover, this keeps no
+    reference either, so they are freed before the postings are built.
+    """
+    held = fields if isinstance(fields, Handover) else Handover(fields)
+    del fields
+    n = held.n_rows
 
     def self_join(t: float) -> Any:
-        index = build_index(fields, "units", nt, as_queries=True)
+        index = build_index(held, "units", nt, as_queries=True)
         if log is not None:  # the index build has no bar: the join gets a line
             log(f"dedup: joining {n:,} units with themselves")
         return index.join(None, threshold=t, measure=measure, n_threads=nt, progress=progress)

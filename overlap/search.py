@@ -12,7 +12,7 @@ import numpy as np
 
 from . import _bitslice_index, _dispatch, _index
 from ._kernels import _collection, _pairs, _postings_search, _runner
-from ._fields import as_fields, check_compatible
+from ._fields import Handover, as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._kernels._collection import MAX_QUERY_TOKENS, MAX_ROW_MASS
@@ -174,7 +174,7 @@ class OverlapIndex:
                    effective_n_threads(n_threads))
 
     @classmethod
-    def _build(cls, fields: tuple, name: str, nt: int, *, as_queries: bool = False,
+    def _build(cls, fields: tuple | Handover, name: str, nt: int, *, as_queries: bool = False,
                eager: bool = True):
         """An index over checked ``fields``; errors about them name ``name``.
 
@@ -182,14 +182,28 @@ class OverlapIndex:
         self-join), so the query limits are checked before anything is built.
         ``eager=False`` leaves the postings index to its first use: a one-shot
         ``max_overlap`` that the bit-sliced kernel answers never needs it.
+        ``fields`` may be a :class:`~overlap._fields.Handover` (with
+        ``as_queries`` and ``eager``): an index that copies the rows
+        (renumbered by size) lets them go once the copy is made and answers
+        only its self-join (``join(None, ...)``).
         """
         self = object.__new__(cls)
         self._init(fields, name, nt, as_queries, eager)
         return self
 
-    def _init(self, fields: tuple, name: str, nt: int, as_queries: bool = False,
+    def _init(self, fields: tuple | Handover, name: str, nt: int, as_queries: bool = False,
               eager: bool = True) -> None:
-        self._fields = fields
+        handed = False
+        if isinstance(fields, Handover):
+            if not (as_queries and eager):
+                raise ValueError("OverlapIndex: handed-over fields are for a self-join")
+            fields, handed = fields.take(), True
+        self._fields: tuple | None = fields
+        self._n_rows = len(fields[0])
+        self._n_fields = len(fields)
+        # (max_mass, query_work) of the rows once the fields are let go
+        # (handed over); None while the index holds them
+        self._self_only: tuple[int, np.ndarray] | None = None
         self._name = name
         self._max_row = _index.max_row(fields)
         _check_rows(self._max_row, len(fields), name,
@@ -202,6 +216,17 @@ class OverlapIndex:
         self._build_threads = nt
         self._postings: _postings_search.ReferenceIndex | None = None
         self._postings_lock = threading.Lock()
+        self._bitslice: _bitslice_index.LazyBitslice | None = None
+        if handed and self._renumbered:
+            # the rows' copy in size order first, then the fields go (the
+            # caller's last reference, see Handover) before the postings
+            coll = self._coll
+            multiset = fields[0].multiset
+            self._self_only = (_index.max_mass(fields), query_work(fields, coll.ids))
+            self._fields = None
+            del fields
+            self._postings = _index.postings_index(coll, self._max_row, multiset, nt)
+            return
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)
         self._bitslice = _bitslice_index.LazyBitslice(fields, nt)
@@ -214,8 +239,8 @@ class OverlapIndex:
         if self._collection is None:
             with self._postings_lock:
                 if self._collection is None:
-                    self._collection = _index.collection(self._fields, self._renumbered,
-                                                         self._build_threads)
+                    self._collection = _index.collection(self._need_fields("_coll"),
+                                                         self._renumbered, self._build_threads)
         return self._collection
 
     @property
@@ -225,16 +250,23 @@ class OverlapIndex:
             coll = self._coll
             with self._postings_lock:
                 if self._postings is None:
-                    self._postings = _index.reference_index(self._fields, coll,
+                    self._postings = _index.reference_index(self._need_fields("_index"), coll,
                                                             self._build_threads)
         return self._postings
 
     def __len__(self) -> int:
-        return len(self._fields[0])
+        return self._n_rows
 
     @property
     def n_fields(self) -> int:
-        return len(self._fields)
+        return self._n_fields
+
+    def _need_fields(self, what: str) -> tuple:
+        """The fields, or RuntimeError once the index kept only the self-join."""
+        if self._fields is None:
+            raise RuntimeError(f"OverlapIndex.{what}: this index answers only its self-join "
+                               "(its token sets were let go)")
+        return self._fields
 
     def _check_queries(self, queries, qname: str, rname: str) -> tuple[tuple | None, int, int]:
         """(query fields or None, max_row, max_mass) of checked queries.
@@ -244,10 +276,11 @@ class OverlapIndex:
         """
         if queries is None:
             qfields, q_row, name = None, self._max_row, self._name
-            max_mass = _index.max_mass(self._fields)
+            max_mass = (self._self_only[0] if self._self_only is not None
+                        else _index.max_mass(self._need_fields("search")))
         else:
             qfields = as_fields(queries, qname)
-            check_compatible(qfields, self._fields, qname, rname)
+            check_compatible(qfields, self._need_fields("search"), qname, rname)
             q_row, name = _index.max_row(qfields), qname
             max_mass = _index.max_mass(qfields)
         _check_rows(q_row, self.n_fields, name, max_mass)
@@ -267,7 +300,9 @@ class OverlapIndex:
         """
         qfields, max_row, max_mass = checked or self._check_queries(queries, qname, rname)
         if qfields is None:
-            qfields, qcoll, against_self = self._fields, self._coll, True
+            if self._self_only is not None:
+                return self._coll, self._self_only[1], True, max_row, max_mass
+            qfields, qcoll, against_self = self._need_fields("search"), self._coll, True
         else:
             qcoll = _index.collection(qfields, self._renumbered,
                                       threads_for(len(qfields[0]), nt, 4096))
@@ -293,6 +328,7 @@ class OverlapIndex:
         code = check_measure(measure)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
+        self._need_fields("max_overlap")
         checked = self._check_queries(queries, "queries", self._name)
         score, index = self._top_k(queries, checked, top_k, min_score, code, nt, progress)
         if top_k == 1:
@@ -313,6 +349,7 @@ class OverlapIndex:
         top_k = check_int(top_k, "top_k", minimum=1, maximum=MAX_C_INT)
         code = check_measure(measure)
         nt = effective_n_threads(n_threads)
+        self._need_fields("max_overlap")
         checked = self._check_queries(queries, "queries", self._name)
         n = len(checked[0][0])
         floors = np.asarray(floors)
@@ -338,11 +375,13 @@ class OverlapIndex:
         index = np.full((n, top_k), -1, dtype=np.int64)
         # the bit-sliced kernel where its cost model says it pays (same
         # results); it reads the fields as they are
-        uses_bitslice = _dispatch.use_bitslice(self._fields, n, min_score, self._bitslice)
+        fields = self._need_fields("max_overlap")
+        uses_bitslice = self._bitslice is not None and _dispatch.use_bitslice(
+            fields, n, min_score, self._bitslice)
         if uses_bitslice:
             run = self._bitslice.top_k_runner(qfields, top_k, min_score, qfields is None,
                                               max_row, score, index, code, floors)
-            work = query_work(self._fields if qfields is None else qfields)
+            work = query_work(fields if qfields is None else qfields)
         else:
             qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",
                                                                     self._name, nt, checked)
@@ -391,9 +430,10 @@ class OverlapIndex:
         code = check_measure(measure)
         rows = check_int(rows, "rows", minimum=1)
         nt = effective_n_threads(n_threads)
+        fields = self._need_fields("join")
         qfields, max_row, _ = self._check_queries(queries, "queries", self._name)
         n = len(qfields[0])
-        if _dispatch.use_bitslice_join(self._fields, n):
+        if self._bitslice is not None and _dispatch.use_bitslice_join(fields, n):
             parts: list = []
             run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
             nt = threads_for(n, nt, 64)
@@ -421,10 +461,11 @@ class OverlapIndex:
         checked = self._check_queries(queries, qname, self._name)
         qfields, max_row, _ = checked
         n = len(self) if qfields is None else len(qfields[0])
-        if _dispatch.use_bitslice_join(self._fields, n):
+        if self._bitslice is not None and _dispatch.use_bitslice_join(
+                self._need_fields("join"), n):
             # the bit-sliced join where it pays (small reference sets; same pairs)
             run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
-            work = query_work(self._fields if qfields is None else qfields)
+            work = query_work(self._need_fields("join") if qfields is None else qfields)
             _run_chunks(run, work, nt, progress, "overlap_join")
             return JoinResult(*_pairs.sorted_pairs(parts, n, len(self), nt))
         qcoll, work, upper, max_row, max_mass = self._prepare(queries, qname, self._name, nt,
@@ -440,7 +481,7 @@ class OverlapIndex:
         return JoinResult(*_pairs.sorted_pairs(parts, int(work.shape[0]) - 1, len(self), nt))
 
 
-def build_index(fields: tuple, name: str, nt: int, *, as_queries: bool = False,
+def build_index(fields: tuple | Handover, name: str, nt: int, *, as_queries: bool = False,
                 eager: bool = True) -> OverlapIndex:
     """An :class:`OverlapIndex` over fields already checked (``as_fields``), for
     the package's own callers (:meth:`OverlapIndex._build` says what the

@@ -10,6 +10,7 @@ from typing import Any, Union
 import numpy as np
 
 from . import _ids, _texts, _tokenize
+from ._row_builder import RowBuilder
 from ._progress import ProgressArg, check_progress, make_progress
 from ._threads import effective_n_threads, threads_for
 from ._validation import (
@@ -275,15 +276,18 @@ class TokenSets:
                     nt: int, bar: Any) -> TokenSets:
         """:meth:`from_texts` of an Arrow string column (no nulls) with a preset."""
         prov = Provenance("texts", tokenizer, ngram, multiset, seed, HASH_VERSION)
-        parts = []
         # about TEXT_CHUNK bytes a kernel call, so that Ctrl-C gets through between them
-        for base, offsets, data in _texts.pieces(col, TEXT_CHUNK):
-            parts.append(_tokenize.scan_utf8(offsets, data, TOKENIZERS[tokenizer], seed, ngram,
-                                             multiset, nt, "texts", base))
+        pieces = _texts.pieces(col, TEXT_CHUNK)
+        out = RowBuilder(sum(p[1].shape[0] - 1 for p in pieces), multiset)
+        for base, offsets, data in pieces:
+            rows = _tokenize.scan_utf8(offsets, data, TOKENIZERS[tokenizer], seed, ngram,
+                                       multiset, nt, "texts", base)
             bar.update(offsets.shape[0] - 1)
-        if len(parts) == 1:
-            return cls._trusted(*parts[0], prov)
-        return cls._trusted(*_concat_rows(parts, multiset), prov)
+            if len(pieces) == 1:
+                return cls._trusted(*rows, prov)
+            out.add(*rows)
+            del rows
+        return cls._trusted(*out.result(), prov)
 
     @classmethod
     def _from_texts(cls, items: list, tokenizer: Tokenizer, ngram: int, multiset: bool,
@@ -292,18 +296,22 @@ class TokenSets:
         if isinstance(tokenizer, str):
             tok_name = str(tokenizer)
             prov = Provenance("texts", tok_name, ngram, multiset, seed, HASH_VERSION)
-            parts = []
+            out = RowBuilder(len(items), multiset)
             # a kernel call at a time is not interruptible: chunks of about
             # TEXT_CHUNK code points let Ctrl-C through between them
-            for a, b in _text_chunks(items, TEXT_CHUNK):
+            chunks = list(_text_chunks(items, TEXT_CHUNK))
+            for a, b in chunks:
                 lowered = [str.lower(t) for t in items[a:b]]
                 indptr, raw = _tokenize.scan_texts(lowered, TOKENIZERS[tokenizer], seed, nt)
                 del lowered
-                parts.append(_tokenize.finalize_rows(indptr, raw, ngram, multiset, nt))
+                rows = _tokenize.finalize_rows(indptr, raw, ngram, multiset, nt)
+                del indptr, raw
                 bar.update(b - a)
-            if len(parts) == 1:
-                return cls._trusted(*parts[0], prov)
-            return cls._trusted(*_concat_rows(parts, multiset), prov)
+                if len(chunks) == 1:
+                    return cls._trusted(*rows, prov)
+                out.add(*rows)
+                del rows
+            return cls._trusted(*out.result(), prov)
         else:
             tok_name = _callable_name(tokenizer)
             tokens: list[str] = []
@@ -599,14 +607,6 @@ def _text_chunks(items: list, budget: int) -> list[tuple[int, int]]:
     cuts = np.searchsorted(ends, np.arange(budget, int(ends[-1]), budget), side="left") + 1
     bounds = np.unique(np.concatenate([[0], np.minimum(cuts, n), [n]]))
     return list(zip(bounds[:-1].tolist(), bounds[1:].tolist()))
-
-
-def _concat_rows(parts: list, multiset: bool) -> tuple:
-    """One ``(indptr, hashes, counts)`` of several, rows one after the other."""
-    indptr = _ids.stacked_indptr([p[0] for p in parts])
-    hashes = np.concatenate([p[1] for p in parts])
-    counts = np.concatenate([p[2] for p in parts]) if multiset else None
-    return indptr, hashes, counts
 
 
 def _rebuild(indptr, hashes, counts, provenance=None):

@@ -1,7 +1,7 @@
 # Sorting and searching helpers of the kernels: small in-place sorts, a
 # counting sort of sizes, binary search and the offsets of chunked fills.
 
-from libc.stdint cimport uint64_t, int64_t
+from libc.stdint cimport uint64_t, int64_t, int32_t
 from libc.stdlib cimport calloc, free, qsort
 
 cdef inline int cmp_u64(const void* a, const void* b) noexcept nogil:
@@ -118,6 +118,61 @@ cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
                 j -= h
             a[j] = v
         h = h // 3
+
+
+cdef enum:
+    # a bucket of the hash sort holding more than this sends the row to sort_u64
+    HASH_BUCKET_MAX = 8
+
+
+cdef inline void sort_hashes(uint64_t* a, int64_t n) noexcept nogil:
+    """Sort the hashes of a row ascending, in place: the order of :func:`sort_u64`.
+
+    Rows of 17 to MERGE_SORT_MAX values are scattered by their top bits into
+    a power of two of buckets, at least as many as the values (hashes spread
+    evenly, so most hold one value), then moved into place by an insertion
+    sort, which finds every value within its bucket: about 5 n steps, against
+    6 passes of merging for a 35-value row.  A row whose values crowd into a
+    bucket of more than HASH_BUCKET_MAX (values that are not evenly spread,
+    such as hashes chosen to collide) is merge-sorted instead, so no input
+    costs more than sort_u64 and a bucket scan.
+    """
+    cdef int64_t i, j
+    cdef int bits = 5, shift, b, nb, top = 0
+    cdef int32_t start[MERGE_SORT_MAX + 1]
+    cdef uint64_t tmp[MERGE_SORT_MAX]
+    cdef uint64_t v
+    if n <= 16 or n > MERGE_SORT_MAX:
+        sort_u64(a, n)
+        return
+    while (<int64_t>1 << bits) < n:
+        bits += 1
+    nb = 1 << bits
+    shift = 64 - bits
+    for b in range(nb + 1):
+        start[b] = 0
+    for i in range(n):
+        start[(a[i] >> shift) + 1] += 1
+    for b in range(1, nb + 1):
+        if start[b] > top:
+            top = start[b]
+        start[b] += start[b - 1]
+    if top > HASH_BUCKET_MAX:
+        merge_sort_u64(a, n, tmp)
+        return
+    for i in range(n):
+        v = a[i]
+        b = <int>(v >> shift)
+        tmp[start[b]] = v
+        start[b] += 1
+    a[0] = tmp[0]
+    for i in range(1, n):
+        v = tmp[i]
+        j = i
+        while j >= 1 and a[j - 1] > v:
+            a[j] = a[j - 1]
+            j -= 1
+        a[j] = v
 
 
 cdef inline void chunk_first_slots(int64_t* counts, int64_t n_chunks, int64_t V, int64_t v,

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import sparse
 from scipy.sparse import csgraph
 
-from .._fields import as_fields
+from .._fields import Handover, as_fields
 from .._progress import ProgressArg, check_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_measure, check_unit_interval, type_name
@@ -328,17 +328,19 @@ def dedup_first(
     return dedup_first_fields(fields, threshold, nt, progress, _log, measure)
 
 
-def dedup_first_fields(fields: tuple, threshold: float, nt: int, progress: ProgressArg,
-                       log: Callable[[str], Any] | None = None,
+def dedup_first_fields(fields: tuple | Handover, threshold: float, nt: int,
+                       progress: ProgressArg, log: Callable[[str], Any] | None = None,
                        measure: str = "dice") -> DedupResult:
-    """:func:`dedup_first` of fields already tokenized, with checked arguments
-    (the pipeline's steps call it; ``log`` gets the step lines)."""
-    n = len(fields[0])
+    """:func:`dedup_first` of fields already tokenized (or a :class:`~overlap._fields.Handover`
+    of checked ones), with checked arguments (the pipeline's steps call it;
+    ``log`` gets the step lines)."""
+    n = fields.n_rows if isinstance(fields, Handover) else len(fields[0])
     if n < 2:
         return DedupResult(np.ones(n, dtype=bool), np.full(n, -1, dtype=np.int64), 1,
                            np.arange(n, dtype=np.int64), 0)
-    left, right, _ = self_join_edges(as_fields(fields, "units"), threshold, nt, progress, log,
-                                     measure)
+    if not isinstance(fields, Handover):
+        fields = as_fields(fields, "units")
+    left, right, _ = self_join_edges(fields, threshold, nt, progress, log, measure)
     if log is not None:
         log(f"dedup: keeping the first of {left.shape[0]:,} pairs above the threshold")
     order = np.lexsort((left, right))

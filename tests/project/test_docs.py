@@ -51,7 +51,8 @@ FILE = re.compile(r"<!--\s*doc-test:\s*file\s+(\S+)\s*-->")
 SHAPE = re.compile(r"<!--\s*doc-test:\s*shape\s+(.*?)\s*-->")
 #: ``$`` blocks run as shown, their stdout compared
 COMMANDS = ("$ overlap ", "$ python -m metrics ")
-EXTRAS = ("tqdm", "matplotlib", "pandas", "pyarrow", "dask", "distributed", "datasets")
+EXTRAS = ("tqdm", "matplotlib", "pandas", "pyarrow", "dask", "distributed", "datasets",
+          "isal")
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")  # also indented, inside a list
 
 

@@ -52,3 +52,19 @@ def same_outcome(path, fields, block: int, **kw) -> tuple:
         python = outcome(path, fields, "python", **kw)
     assert arrow == python
     return arrow
+
+
+def table_outcome(path, engine: str, fields) -> list:
+    """What the whole-file readers give with ``engine``: ``read_table(path)`` and
+    ``read_fields(path, fields)``, each ``("ok", result)`` or ``("error", message)``."""
+    from overlap.pipeline.tables import read_fields, read_table
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OVERLAP_READER", engine)
+        out = []
+        for read in (lambda: read_table(path), lambda: read_fields(path, fields)):
+            try:
+                out.append(("ok", read()))
+            except ValueError as e:
+                out.append(("error", str(e)))
+        return out

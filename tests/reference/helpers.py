@@ -5,8 +5,10 @@ Test files import these from here, never from one another.
 
 from __future__ import annotations
 
+import builtins
 import inspect
 import math
+import sys
 import warnings
 from types import SimpleNamespace
 
@@ -160,3 +162,20 @@ def chunked(fields, sizes):
         p += 1
         yield tuple(f.take(np.arange(start, stop)) for f in fields)
         start = stop
+
+
+def without_modules(monkeypatch, *names: str) -> None:
+    """Imports of ``names`` (top-level packages) fail from here on, as when they
+    are not installed; ``monkeypatch`` (the fixture, or a ``MonkeyPatch.context()``)
+    undoes it."""
+    real = builtins.__import__
+
+    def fake(name, *a, **k):
+        if name.split(".")[0] in names:
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *a, **k)
+
+    for mod in list(sys.modules):
+        if mod.split(".")[0] in names:
+            monkeypatch.delitem(sys.modules, mod)
+    monkeypatch.setattr(builtins, "__import__", fake)

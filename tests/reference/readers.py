@@ -75,3 +75,17 @@ def csv_rows(path: str, fields: list[str], delimiter: str = ",") -> list[tuple]:
     header, body = records[0], records[1:]
     at = [header.index(f) for f in fields]
     return [tuple(r[k] for k in at) for r in body]
+
+
+def jsonl_block_facts(block: bytes) -> tuple[int, int, bool]:
+    """What the arrow reader checks in a JSONL block: its newlines, its ``[``
+    and ``{``, and whether some ``}`` is followed by ``{`` with only spaces,
+    tabs and carriage returns between (two objects on a line)."""
+    two = False
+    for i, c in enumerate(block):
+        if c == ord("}"):
+            j = i + 1
+            while j < len(block) and block[j] in b" \t\r":
+                j += 1
+            two = two or (j < len(block) and block[j] == ord("{"))
+    return block.count(b"\n"), block.count(b"[") + block.count(b"{"), two

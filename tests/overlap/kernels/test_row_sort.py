@@ -1,7 +1,8 @@
-"""The kernels' in-place sort of a row (``_sort.sort_u64``: insertion, a
-branch-free merge sort, shell sort and qsort by length), seen through
-``_tokenize.finalize_rows``: every row comes back sorted and de-duplicated
-(or counted), as numpy's ``unique`` gives it, on both sides of every switch."""
+"""The tokenizer's in-place sort of a row (``_sort.sort_hashes``: buckets by
+the top bits, or ``_sort.sort_u64``'s insertion, branch-free merge sort, shell
+sort and qsort by length), seen through ``_tokenize.finalize_rows``: every row
+comes back sorted and de-duplicated (or counted), as numpy's ``unique`` gives
+it, on both sides of every switch."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from hypothesis import strategies as st
 
 from overlap import _tokenize
 
-# lengths around the sort's switches (16, 512, 4096) and around the runs of
-# four and the merge widths
+# lengths around the sort's switches (16, 512, 4096), the bucket counts (powers of
+# two) and around the runs of four and the merge widths
 LENGTHS = [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 36, 63, 64, 65, 100, 255,
            256, 257, 511, 512, 513, 1000, 4095, 4096, 4097, 6000]
 
@@ -50,3 +51,35 @@ def test_every_length_around_the_switches(rng, multiset):
        st.booleans(), st.sampled_from([1, 2]))
 def test_random_rows(rows, multiset, n_threads):
     _check([np.array(r, dtype=np.uint64) for r in rows], multiset, n_threads)
+
+
+def _crowded(rng, n, per_bucket, bits):
+    """n random hashes, ``per_bucket`` of them sharing the top ``bits`` bits
+    (the rest spread), in random order: a bucket just at or past the limit."""
+    top = rng.integers(0, 2**bits, dtype=np.uint64)
+    low = rng.integers(0, 2**(64 - bits), size=per_bucket, dtype=np.uint64)
+    same = (top << np.uint64(64 - bits)) | low
+    rest = rng.integers(0, 2**64, size=n - per_bucket, dtype=np.uint64)
+    row = np.concatenate([same, rest])
+    rng.shuffle(row)
+    return row
+
+
+@pytest.mark.parametrize("multiset", [False, True])
+def test_buckets_at_and_past_their_limit(rng, multiset):
+    """Rows whose hashes crowd one bucket with HASH_BUCKET_MAX (8) values, and
+    with one more (the row is then merge-sorted), at every bucket count."""
+    rows = []
+    for n in [17, 32, 33, 64, 65, 128, 300, 512]:
+        bits = max(5, int(np.ceil(np.log2(n))))
+        for per_bucket in (7, 8, 9, 16, n):
+            rows.append(_crowded(rng, n, min(per_bucket, n), bits))
+            # the crowded values repeated (a multiset's counts in one bucket)
+            row = _crowded(rng, n, min(per_bucket, n), bits)
+            row[: n // 4] = row[n // 4: 2 * (n // 4)]
+            rows.append(row)
+        # the edges of the range: the first and the last bucket
+        rows.append(np.concatenate([np.arange(4, dtype=np.uint64),
+                                    np.uint64(2**64 - 1) - np.arange(4, dtype=np.uint64),
+                                    rng.integers(0, 2**64, size=n - 8, dtype=np.uint64)]))
+    _check(rows, multiset)

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap import _batches
+from overlap import _batches, _line_blocks
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
-from reference.engines import outcome, same_outcome, write_file
+from reference.engines import table_outcome, outcome, same_outcome, write_file
 
 pa = pytest.importorskip("pyarrow", reason="the arrow reader needs pyarrow")
 pq = pytest.importorskip("pyarrow.parquet", reason="the arrow reader needs pyarrow")
@@ -64,17 +64,20 @@ line = st.one_of(
 @given(lines=st.lists(line, max_size=30), bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)),
        at=st.integers(0, 30), crlf=st.booleans(), bom=st.booleans(), final_nl=st.booleans(),
        block=st.sampled_from([4, 16, 64, 1024, 1 << 20]), gz=st.booleans(),
-       chunk_rows=st.sampled_from([1, 3, 1000]))
+       chunk_rows=st.sampled_from([1, 3, 1000]), pieces=st.sampled_from([1, 2, 3]))
 def test_jsonl_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines,
                                                        bad, at, crlf, bom, final_nl, block,
-                                                       gz, chunk_rows):
+                                                       gz, chunk_rows, pieces):
     if bad is not None:
         lines = lines[:at] + [bad] + lines[at:]
     nl = b"\r\n" if crlf else b"\n"
     data = (b"\xef\xbb\xbf" if bom else b"") + nl.join(lines) + (nl if final_nl else b"")
     path = str(tmp_path_factory.mktemp("j") / ("f.jsonl.gz" if gz else "f.jsonl"))
     write_file(path, data)
-    got = same_outcome(path, ["text"], block, chunk_rows=chunk_rows)
+    with pytest.MonkeyPatch.context() as mp:  # every block in pieces, long lines across them
+        mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
+        mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
+        got = same_outcome(path, ["text"], block, chunk_rows=chunk_rows)
     if got[0] == "rows" and got[1]:
         assert got[1] == ref.jsonl_rows(path, ["text"])
 
@@ -190,34 +193,22 @@ TABLE_JSON = GOOD_JSON + [
 ]
 
 
-def _tableoutcome(path, engine, fields):
-    from overlap.pipeline.tables import read_fields, read_table
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("OVERLAP_READER", engine)
-        out = []
-        for read in (lambda: read_table(path), lambda: read_fields(path, fields)):
-            try:
-                out.append(("ok", read()))
-            except ValueError as e:
-                out.append(("error", str(e)))
-        return out
-
-
 @settings(max_examples=100, deadline=None)
 @given(lines=st.lists(st.sampled_from(TABLE_JSON + BLANK), max_size=12),
        bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)), at=st.integers(0, 12),
        block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]),
-       gz=st.booleans())
+       gz=st.booleans(), pieces=st.sampled_from([1, 2, 3]))
 def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad, at, block,
-                                                    fields, gz):
+                                                    fields, gz, pieces):
     if bad is not None:
         lines = lines[:at] + [bad] + lines[at:]
     path = str(tmp_path_factory.mktemp("w") / ("f.jsonl.gz" if gz else "f.jsonl"))
     write_file(path, b"\n".join(lines) + b"\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        assert _tableoutcome(path, "arrow", fields) == _tableoutcome(path, "python", fields)
+        mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
+        mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
+        assert table_outcome(path, "arrow", fields) == table_outcome(path, "python", fields)
 
 
 @settings(max_examples=60, deadline=None)
@@ -227,8 +218,59 @@ def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bloc
     write_file(path, b"\n".join(lines))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        assert (_tableoutcome(path, "arrow", ["text"])
-                == _tableoutcome(path, "python", ["text"]))
+        assert (table_outcome(path, "arrow", ["text"])
+                == table_outcome(path, "python", ["text"]))
+
+
+def _block_sizes(monkeypatch) -> list:
+    """The block sizes pyarrow's JSON reader is called with, recorded."""
+    import pyarrow.json as pj
+    sizes: list = []
+    real = pj.read_json
+
+    def spy(source, read_options=None, **kw):
+        sizes.append(read_options.block_size)
+        return real(source, read_options=read_options, **kw)
+
+    monkeypatch.setattr(pj, "read_json", spy)
+    return sizes
+
+
+@pytest.mark.parametrize("pieces", [None, 3])
+def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch, pieces):
+    # pyarrow gets a piece of the block for each of its threads (two at least),
+    # which parse them at once ...
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
+    lines = [b'{"text": "row %d of many"}' % i for i in range(20_000)]
+    path = str(tmp_path / "a.jsonl")
+    write_file(path, b"\n".join(lines) + b"\n")
+    sizes = _block_sizes(monkeypatch)
+    rows = [t for c in read_chunks(path, engine="arrow") for t in c.columns["text"].to_pylist()]
+    assert rows == [f"row {i} of many" for i in range(20_000)]
+    block = os.path.getsize(path)
+    want = min(pieces or max(2, pa.cpu_count()), block // _line_blocks.PARSE_MIN_PIECE)
+    assert want >= 2 and sizes == [block // want + 1]
+
+
+def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
+    # ... and a block whose long line spans more than two pieces (pyarrow
+    # refuses it) is read again whole, by pyarrow, not by the stdlib reader
+    from overlap import _readers
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", 4)
+    monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1024)
+    lines = [b'{"text": "%s"}' % (b"w " * 100_000), b'{"text": "short"}']
+    path = str(tmp_path / "a.jsonl")
+    write_file(path, b"\n".join(lines) + b"\n")
+    sizes = _block_sizes(monkeypatch)
+
+    def refuse(*a, **k):
+        raise AssertionError("the stdlib reader ran")
+
+    monkeypatch.setattr(_readers, "json_line", refuse)
+    rows = [t for c in read_chunks(path, engine="arrow") for t in c.columns["text"].to_pylist()]
+    assert rows == ["w " * 100_000, "short"]
+    size = os.path.getsize(path)
+    assert sizes == [size // 4 + 1, size + 1]
 
 
 def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
@@ -297,3 +339,17 @@ def test_threaded_readers_get_only_copies(tmp_path, monkeypatch):
         assert sum(c.n_rows for c in read_chunks(path, ["text"], engine="arrow")) == 2
         assert read_table(path)["text"] == ["x y", "z"]
     assert given and all(any(g is m for m in made) for g in given)
+
+
+def test_inferred_types_are_read_from_one_piece(tmp_path, monkeypatch):
+    # with its types inferred piece by piece, pyarrow reconciled a number in one
+    # piece with a string in the other into the string "3"; the whole-file
+    # reader infers them from the block in one piece (and hands this one back)
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", 2)
+    monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
+    monkeypatch.setattr(_batches, "BLOCK_BYTES", 64)
+    path = str(tmp_path / "f.jsonl")
+    write_file(path, b'{"text": ""}\n{"text": 3}\n')
+    got = table_outcome(path, "arrow", None)
+    assert got == table_outcome(path, "python", None)
+    assert got[0] == ("ok", {"text": ["", 3]})

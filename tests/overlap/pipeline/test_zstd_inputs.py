@@ -8,10 +8,8 @@ error says what to install.
 
 from __future__ import annotations
 
-import builtins
 import gzip
 import os
-import sys
 
 import pytest
 
@@ -21,6 +19,7 @@ from overlap.pipeline.tables import read_fields, read_table
 from overlap.stream_readers import read_chunks, shard_paths
 
 from reference import readers as ref
+from reference.helpers import without_modules
 
 try:
     import pyarrow  # noqa: F401
@@ -125,26 +124,11 @@ def test_the_line_limit_holds_after_inflation(tmp_path, engine, name):
     assert _rows(path, ["text"], engine, max_line_bytes=6000)[0] == "rows"
 
 
-def _without(monkeypatch, *names):
-    """Imports of ``names`` fail, as when they are not installed."""
-    real = builtins.__import__
-
-    def fake(name, *a, **k):
-        if name.split(".")[0] in names:
-            raise ImportError(f"No module named {name!r}")
-        return real(name, *a, **k)
-
-    for mod in list(sys.modules):
-        if mod.split(".")[0] in names:
-            monkeypatch.delitem(sys.modules, mod)
-    monkeypatch.setattr(builtins, "__import__", fake)
-
-
 def test_zst_without_pyarrow_or_zstandard_says_what_to_install(tmp_path, monkeypatch):
     path = str(tmp_path / "a.jsonl.zst")
     with open(path, "wb") as f:
         f.write(b"\x28\xb5\x2f\xfd not read")
-    _without(monkeypatch, "pyarrow", "zstandard")
+    without_modules(monkeypatch, "pyarrow", "zstandard")
     with pytest.raises(MissingExtra, match=r"a\.jsonl\.zst: reading \.zst needs pyarrow or "
                                            r"zstandard, neither is installed: pip install "
                                            r"'overlap-metrics\[zstd\]'"):
@@ -162,7 +146,7 @@ def test_zstandard_alone_reads_every_frame(tmp_path, monkeypatch):
     plain = str(tmp_path / "a.csv")
     _write(plain, data)
     want = _rows(plain, ["text", "id"], "python")
-    _without(monkeypatch, "pyarrow")
+    without_modules(monkeypatch, "pyarrow")
     with open_binary(path) as f:
         assert f.read() == data
     assert _rows(path, ["text", "id"], "python") == want
@@ -190,7 +174,7 @@ def test_zstandard_alone_refuses_a_truncated_file(tmp_path, monkeypatch, checksu
     whole = (zstd.ZstdCompressor(write_checksum=checksum).compress(data[:1000])
              + zstd.ZstdCompressor(write_checksum=checksum, write_content_size=False)
              .compress(data[1000:]))
-    _without(monkeypatch, "pyarrow")
+    without_modules(monkeypatch, "pyarrow")
     for name, blob in (("whole.text.zst", whole), ("cut.text.zst", whole[:-3]),
                        ("half.text.zst", whole[:len(whole) // 2])):
         path = str(tmp_path / name)

@@ -1,0 +1,161 @@
+"""Token sets handed over to a self-join (``overlap._fields.Handover``; issue 29).
+
+An index over a Handover that copies its rows (renumbered by size) lets the
+fields go before its postings are built and answers only its self-join; the
+pairs, the dedup and the command line's output are those of the index that
+keeps them.  The renumbering is forced on small sets (``RENUMBER_MIN_ROWS``),
+as in test_renumber.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import weakref
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from overlap import _index, dedup
+from overlap._fields import Handover
+from overlap._kernels import _postings_search
+from overlap.cli import main
+from overlap.dedup import dedup_fields, self_join_edges
+from overlap.pipeline.steps import dedup_first, dedup_first_fields
+from overlap.search import build_index
+from reference import overlap as ref
+from reference.helpers import build, ref_units
+
+
+@pytest.fixture(params=[True, False], ids=["renumbered", "as-stored"])
+def renumbered(request, monkeypatch):
+    monkeypatch.setattr(_index, "RENUMBER_MIN_ROWS", 0 if request.param else 1 << 62)
+    return request.param
+
+
+def _columns(rng, n: int, n_fields: int) -> list:
+    return [[rng.integers(0, 30, int(rng.integers(0, 10))).tolist() for _ in range(n)]
+            for _ in range(n_fields)]
+
+
+rows_st = st.lists(st.lists(st.integers(0, 12), max_size=8), min_size=0, max_size=30)
+
+
+def test_take_once():
+    fields = build([[[1, 2], [2]]], False)
+    held = Handover(tuple(fields))
+    assert held.n_rows == 2
+    assert held.take() == tuple(fields)
+    with pytest.raises(RuntimeError, match="taken already"):
+        held.take()
+
+
+@pytest.mark.parametrize("as_queries, eager", [(False, True), (True, False)])
+def test_only_a_self_join_index_takes_a_handover(as_queries, eager):
+    held = Handover(tuple(build([[[1, 2], [2]]], False)))
+    with pytest.raises(ValueError, match="self-join"):
+        build_index(held, "units", 1, as_queries=as_queries, eager=eager)
+
+
+@given(rows=rows_st, multiset=st.booleans(), two=st.booleans(),
+       threshold=st.sampled_from([0.3, 0.5, 0.8, 1.0]))
+@settings(max_examples=60, deadline=None)
+def test_self_join_of_a_handover_is_the_definition(rows, multiset, two, threshold):
+    cols = [rows, rows[::-1]] if two else [rows]
+    saved = _index.RENUMBER_MIN_ROWS
+    try:
+        want = ref.join(ref_units(cols, multiset), None, threshold)
+        for min_rows, nt in ((0, 1), (0, 3), (1 << 62, 2)):
+            _index.RENUMBER_MIN_ROWS = min_rows
+            index = build_index(Handover(tuple(build(cols, multiset))), "units", nt,
+                                as_queries=True)
+            got = index.join(None, threshold=threshold, n_threads=nt)
+            assert [(int(i), int(j)) for i, j in zip(got.left, got.right)] == \
+                [(i, j) for i, j, _ in want]
+            assert got.score.tolist() == [s for *_, s in want]
+    finally:
+        _index.RENUMBER_MIN_ROWS = saved
+
+
+def test_a_handed_over_renumbered_index_answers_only_its_self_join(renumbered):
+    fields = tuple(build(_columns(np.random.default_rng(3), 40, 1), False))
+    index = build_index(Handover(fields), "units", 1, as_queries=True)
+    assert len(index) == 40 and index.n_fields == 1
+    if renumbered:
+        with pytest.raises(RuntimeError, match="only its self-join"):
+            index.max_overlap(None)
+        with pytest.raises(RuntimeError, match="only its self-join"):
+            index.join(fields, threshold=0.5)
+    else:  # the index reads the caller's arrays: it keeps them, and answers all
+        index.max_overlap(None)
+        index.join(fields, threshold=0.5)
+
+
+def test_the_fields_go_before_the_postings_are_built(monkeypatch, renumbered):
+    """The handed-over hashes are freed before ReferenceIndex is made (renumbered
+    only: otherwise the index's collection is the caller's arrays)."""
+    fields = tuple(build(_columns(np.random.default_rng(5), 50, 2), True))
+    hashes = [weakref.ref(ts.hashes) for ts in fields]
+    alive: list = []
+    make = _postings_search.ReferenceIndex
+
+    def spy(*args):
+        gc.collect()
+        alive.append([r() is not None for r in hashes])
+        return make(*args)
+
+    monkeypatch.setattr(_postings_search, "ReferenceIndex", spy)
+    held = Handover(fields)
+    del fields
+    left, right, score = self_join_edges(held, 0.4, 1, False)
+    assert alive == [[not renumbered] * 2]
+    assert left.shape == right.shape == score.shape
+
+
+@pytest.mark.parametrize("keep", ["best", "first"])
+def test_dedup_of_a_handover_is_the_dedup_of_the_fields(renumbered, keep):
+    rng = np.random.default_rng(8)
+    base = _columns(rng, 25, 1)[0]
+    rows = base + [r + [99] for r in base] + [r[:-1] for r in base]  # near duplicates
+    fields = tuple(build([rows], False))
+    want = dedup(fields, threshold=0.6) if keep == "best" else dedup_first(fields,
+                                                                          threshold=0.6)
+    run = dedup_fields if keep == "best" else dedup_first_fields
+    got = run(Handover(tuple(build([rows], False))), 0.6, 2, False)
+    for name in ("keep", "kept_for", "cluster"):
+        assert np.array_equal(getattr(got, name), getattr(want, name)), name
+    assert (got.passes, got.n_edges) == (want.passes, want.n_edges)
+    if keep == "best":
+        present, kept_for, passes, cluster = ref.dedup(ref_units([rows], False), 0.6)
+        assert got.keep.tolist() == present and got.kept_for.tolist() == kept_for
+
+
+@pytest.mark.parametrize("keep", ["most-overlapped", "first"])
+@pytest.mark.parametrize("report", [False, True])
+def test_overlap_dedup_output_is_the_same_handed_over(tmp_path, monkeypatch, keep, report):
+    """``overlap dedup`` without --report hands its token sets over: the same
+    files as with the renumbering off (where the index keeps them)."""
+    rng = np.random.default_rng(4)
+    words = [f"w{i}" for i in range(30)]
+    texts = [" ".join(rng.choice(words, int(rng.integers(1, 9)))) for _ in range(80)]
+    texts += [t + " extra" for t in texts[:30]]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "text": t}) + "\n"
+                           for i, t in enumerate(texts)))
+    outs = []
+    for min_rows in (0, 1 << 62):
+        monkeypatch.setattr(_index, "RENUMBER_MIN_ROWS", min_rows)
+        out = tmp_path / f"kept-{min_rows}.jsonl"
+        extra = ["--report", str(tmp_path / f"rep-{min_rows}.json")] if report else []
+        assert main(["dedup", str(src), "--out", str(out), "--keep", keep, "--threshold",
+                     "0.7", "-q", *extra]) == 0
+        outs.append(out.read_bytes())
+        if report:
+            rep = json.loads((tmp_path / f"rep-{min_rows}.json").read_text())
+            rep.pop("output")
+            outs.append(json.dumps(rep).encode())
+    assert outs[:len(outs) // 2] == outs[len(outs) // 2:]
+    kept = [json.loads(line)["text"] for line in outs[0].decode().splitlines()]
+    assert 0 < len(kept) < len(texts)
