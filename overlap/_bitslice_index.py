@@ -201,16 +201,17 @@ class LazyBitslice:
 
     def top_k_runner(self, qfields: tuple | None, top_k: int, min_score: float,
                      exclude: bool, max_row: int, score: np.ndarray, index: np.ndarray,
-                     measure: int = 0):
+                     measure: int = 0, floors: np.ndarray | None = None):
         """``run(start, stop, threads)`` filling score/index from the bit-sliced index.
 
         ``qfields=None`` searches the references against the rest of themselves.
+        ``floors``: a score floor per query (``BitsliceIndex.top_k``).
         """
         bx = self.index
         queries = self._collection_of(qfields)
 
         def run(start: int, stop: int, threads: int) -> None:
             bx.top_k(queries, start, stop, top_k, min_score, exclude, max_row, threads,
-                     score, index, measure)
+                     score, index, measure, floors)
 
         return run

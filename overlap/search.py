@@ -328,18 +328,59 @@ class OverlapIndex:
         code = check_measure(measure)
         check_progress(progress)
         nt = effective_n_threads(n_threads)
-        fields = self._need_fields("max_overlap")
+        self._need_fields("max_overlap")
         checked = self._check_queries(queries, "queries", self._name)
+        score, index = self._top_k(queries, checked, top_k, min_score, code, nt, progress)
+        if top_k == 1:
+            score, index = score[:, 0], index[:, 0]
+        return MaxOverlapResult(score, index)
+
+    def _max_overlap_above(self, queries: Fields, floors: np.ndarray, *, top_k: int = 1,
+                           measure: str = "dice",
+                           n_threads: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(score, index)``, shape ``(n, top_k)``: the best ``top_k`` references
+        of every query among those scoring at least the query's own floor.
+
+        Query ``i`` is searched as :meth:`max_overlap` with
+        ``min_score=floors[i]`` would search it (the streaming scan passes each
+        query's running k-th best score: the search prunes with it).
+        ``floors``: float64 in [0, 1], one per query; not modified.
+        """
+        top_k = check_int(top_k, "top_k", minimum=1, maximum=MAX_C_INT)
+        code = check_measure(measure)
+        nt = effective_n_threads(n_threads)
+        self._need_fields("max_overlap")
+        checked = self._check_queries(queries, "queries", self._name)
+        n = len(checked[0][0])
+        floors = np.asarray(floors)
+        if floors.shape != (n,) or floors.dtype != np.float64:
+            raise ValueError(f"floors must be a float64 array of shape ({n},), one per query, "
+                             f"got {floors.dtype} {floors.shape}")
+        if not ((floors >= 0.0) & (floors <= 1.0)).all():  # NaN fails too
+            raise ValueError("floors must lie in [0, 1]")
+        lowest = float(floors.min()) if n else 0.0
+        return self._top_k(queries, checked, top_k, lowest, code, nt, False,
+                           np.ascontiguousarray(floors))
+
+    def _top_k(self, queries, checked, top_k: int, min_score: float, code: int, nt: int,
+               progress, floors: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`max_overlap`'s ``(n, top_k)`` arrays for checked arguments.
+
+        ``floors`` (one per query, each ``>= min_score``): query ``i`` reports
+        only scores ``>= floors[i]``; the bit-sliced kernel prunes with them.
+        """
         qfields, max_row, max_mass = checked
         n = len(self) if qfields is None else len(qfields[0])
         score = np.zeros((n, top_k), dtype=np.float64)
         index = np.full((n, top_k), -1, dtype=np.int64)
         # the bit-sliced kernel where its cost model says it pays (same
         # results); it reads the fields as they are
-        if self._bitslice is not None and _dispatch.use_bitslice(fields, n, min_score,
-                                                                  self._bitslice):
+        fields = self._need_fields("max_overlap")
+        uses_bitslice = self._bitslice is not None and _dispatch.use_bitslice(
+            fields, n, min_score, self._bitslice)
+        if uses_bitslice:
             run = self._bitslice.top_k_runner(qfields, top_k, min_score, qfields is None,
-                                              max_row, score, index, code)
+                                              max_row, score, index, code, floors)
             work = query_work(fields if qfields is None else qfields)
         else:
             qcoll, work, exclude, max_row, max_mass = self._prepare(queries, "queries",
@@ -352,9 +393,13 @@ class OverlapIndex:
                                   max_mass, threads, score, index, pool, code)
 
         _run_chunks(run, work, nt, progress, "max_overlap")
-        if top_k == 1:
-            score, index = score[:, 0], index[:, 0]
-        return MaxOverlapResult(score, index)
+        if floors is not None and not uses_bitslice:
+            # searched down to min_score (the lowest floor): a query's top-k
+            # above its own floor are the first entries of its list
+            below = score < floors[:, None]
+            score[below] = 0.0
+            index[below] = -1
+        return score, index
 
     def join(
         self,
@@ -370,6 +415,39 @@ class OverlapIndex:
         See :func:`overlap_join`.
         """
         return self._join(queries, "queries", threshold, n_threads, progress, measure)
+
+    def _join_slices(self, queries: Fields, *, threshold: float, rows: int,
+                     measure: str = "dice",
+                     n_threads: int | None = None) -> Iterator[tuple[np.ndarray, ...]]:
+        """The pairs of :meth:`join`, ``rows`` queries at a time, unsorted.
+
+        Yields ``(left, right, score)`` for queries ``[0, rows)``, then
+        ``[rows, 2 * rows)``, ...; ``left`` numbers the queries as given.  The
+        bit-sliced join reads the queries in place (one collection for all
+        slices, no copy of a slice); the postings join gets each slice copied.
+        """
+        threshold = check_join_threshold(threshold)
+        code = check_measure(measure)
+        rows = check_int(rows, "rows", minimum=1)
+        nt = effective_n_threads(n_threads)
+        fields = self._need_fields("join")
+        qfields, max_row, _ = self._check_queries(queries, "queries", self._name)
+        n = len(qfields[0])
+        if self._bitslice is not None and _dispatch.use_bitslice_join(fields, n):
+            parts: list = []
+            run = self._bitslice.join_runner(qfields, threshold, max_row, parts, code)
+            nt = threads_for(n, nt, 64)
+            for a in range(0, n, rows):
+                b = min(n, a + rows)
+                run(a, b, min(nt, b - a))
+                yield parts.pop()
+            return
+        for a in range(0, n, rows):
+            b = min(n, a + rows)
+            part = qfields if (a, b) == (0, n) else tuple(
+                f.take(np.arange(a, b, dtype=np.int64)) for f in qfields)
+            res = self._join(part, "queries", threshold, n_threads, False, measure)
+            yield res.left + a, res.right, res.score
 
     def _join(self, queries, qname: str, threshold, n_threads, progress,
               measure: str = "dice") -> JoinResult:

@@ -20,7 +20,8 @@ Two ways to search one chunk, chosen per chunk by ``index=``:
 
 ``"chunk"``
     Build an :class:`~overlap.OverlapIndex` on the chunk and search the
-    queries in it (the search prunes with the running k-th best score).
+    queries in it (each query is searched above its own running k-th best
+    score, which prunes most of the chunk).
 ``"queries"``
     Use one index over the queries, built once, and list the chunk's pairs
     whose score reaches the cut-off ``max(min_score, lowest running k-th best)``
@@ -59,7 +60,7 @@ from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
 from ._threads import effective_n_threads
 from ._validation import check_int, check_measure, check_unit_interval, type_name
-from .search import Fields, MaxOverlapResult, OverlapIndex
+from .search import Fields, MaxOverlapResult, OverlapIndex, build_index
 from .stream_readers import Chunk, read_chunks, source_size
 from .tokensets import Tokenizer, TokenSets
 
@@ -102,17 +103,17 @@ def merge_top_k(score: np.ndarray, index: np.ndarray, new_score: np.ndarray,
     return np.take_along_axis(s, order, 1), np.take_along_axis(i, order, 1)
 
 
-def _best_per_query(pairs, nq: int, k: int, offset: int):
-    """Top-k per query of join pairs (left: reference row, right: query)."""
+def _best_per_query(left: np.ndarray, right: np.ndarray, score: np.ndarray, nq: int, k: int):
+    """Top-k per query of join pairs in any order (left: reference row, right: query)."""
     s = np.zeros((nq, k), dtype=np.float64)
     i = np.full((nq, k), -1, dtype=np.int64)
-    order = np.lexsort((pairs.left, -pairs.score, pairs.right))
-    q, r, sc = pairs.right[order], pairs.left[order], pairs.score[order]
+    order = np.lexsort((left, -score, right))
+    q, r, sc = right[order], left[order], score[order]
     starts = np.flatnonzero(np.r_[True, q[1:] != q[:-1]])
     rank = np.arange(q.shape[0]) - np.repeat(starts, np.diff(np.r_[starts, q.shape[0]]))
     top = rank < k
     s[q[top], rank[top]] = sc[top]
-    i[q[top], rank[top]] = r[top] + offset
+    i[q[top], rank[top]] = r[top]
     return s, i
 
 
@@ -192,11 +193,15 @@ class StreamMerger:
             how = "chunk"  # a join needs a positive threshold
         self.chunks[how] += 1
         if how == "chunk":
-            res = OverlapIndex(rfields, n_threads=self.n_threads).max_overlap(
-                self.queries, top_k=self.top_k, min_score=cut, measure=self.measure,
-                n_threads=self.n_threads)
-            s = np.reshape(res.score, (nq, self.top_k))
-            i = np.reshape(res.index, (nq, self.top_k))
+            # lazy: the postings index is built only if the search needs it (the
+            # bit-sliced kernel answers most chunks without it)
+            chunk_index = build_index(rfields, "references", effective_n_threads(self.n_threads),
+                                      eager=False)
+            # each query searched above its own running k-th best: only a
+            # reference scoring at least that can enter its list
+            floors = np.maximum(self.score[:, -1], self.min_score)
+            s, i = chunk_index._max_overlap_above(self.queries, floors, top_k=self.top_k,
+                                                  measure=self.measure, n_threads=self.n_threads)
         else:
             s, i = self._join_chunk(rfields, cut)
         found = i >= 0
@@ -209,21 +214,19 @@ class StreamMerger:
 
     def _join_chunk(self, rfields, cut: float):
         if self._query_index is None:
-            self._query_index = OverlapIndex(self.queries, n_threads=self.n_threads)
+            self._query_index = build_index(self.queries, "queries",
+                                            effective_n_threads(self.n_threads), eager=False)
         nq, k = self.score.shape
         m = len(rfields[0])
         s = np.zeros((nq, k), dtype=np.float64)
         i = np.full((nq, k), -1, dtype=np.int64)
         n_pairs = 0
-        for a in range(0, m, JOIN_ROWS):
-            b = min(m, a + JOIN_ROWS)
-            part = rfields if (a, b) == (0, m) else tuple(
-                f.take(np.arange(a, b, dtype=np.int64)) for f in rfields)
-            pairs = self._query_index.join(part, threshold=cut, measure=self.measure,
-                                           n_threads=self.n_threads)
-            n_pairs += len(pairs)
-            if len(pairs):
-                s, i = merge_top_k(s, i, *_best_per_query(pairs, nq, k, a))
+        for left, right, score in self._query_index._join_slices(
+                rfields, threshold=cut, rows=JOIN_ROWS, measure=self.measure,
+                n_threads=self.n_threads):
+            n_pairs += len(left)
+            if len(left):
+                s, i = merge_top_k(s, i, *_best_per_query(left, right, score, nq, k))
         self._pairs_per_row = n_pairs / m
         return s, i
 

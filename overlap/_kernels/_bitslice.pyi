@@ -47,6 +47,7 @@ class BitsliceIndex:
         out_score: NDArray[np.float64],
         out_index: NDArray[np.int64],
         measure: int = ...,
+        floors: NDArray[np.float64] | None = ...,
     ) -> None: ...
     def join(
         self,
@@ -70,3 +71,9 @@ def fill_field(
     n_threads: int,
     out: NDArray[np.uint64] | None = None,
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.int32]]: ...
+
+def token_codes(
+    vocab: NDArray[np.uint64],
+    bitmap_row: NDArray[np.int64],
+    n_rows: int,
+) -> NDArray[np.uint64]: ...

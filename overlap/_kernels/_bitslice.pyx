@@ -110,8 +110,9 @@ ctypedef struct BIndex:
     const int32_t* rank      # original -> renumbered
     const int32_t* zs        # F * n sizes, renumbered order
     const int32_t* wzmin     # F * nw smallest size in each word (padding: INT32 max)
-    const VocabSlot* vocab   # per field, a table of the token hashes and their
-    const int64_t* voff      # vocabulary ids (global over fields; see _vocab.pxd)
+    const VocabSlot* vocab   # per field, a table of the token hashes and their codes
+    const int64_t* voff      # (see token_codes: a bitmap row, or n_rows + vocabulary id)
+    int64_t n_rows           # bitmap rows (codes below it are rows)
     const int64_t* bitmap_row  # V: bitmap row of a frequent token, -1 for a rare one
     const int64_t* rptr      # V + 1: rare postings
     const int32_t* rref      # renumbered references, ascending within a token
@@ -170,7 +171,9 @@ cdef class BitsliceIndex:
             raise ValueError("BitsliceIndex: inconsistent array shapes")
         check_tables(n, bits.shape[0] // max(nw, 1), bitmap_row, rptr, rref)
         check_vocabulary(vocab, voff, bitmap_row.shape[0])
-        self._keep = (order, rank, zs, wzmin, vocab, voff, bitmap_row, rptr, rref, bits)
+        codes = token_codes(vocab, bitmap_row, bits.shape[0] // max(nw, 1))
+        self._keep = (order, rank, zs, wzmin, codes, voff, bitmap_row, rptr, rref, bits)
+        cdef const uint64_t[::1] cv = codes
         self.n_rows = bits.shape[0] // max(nw, 1)
         self.n_words = nw
         self.x.F = n_fields
@@ -180,7 +183,8 @@ cdef class BitsliceIndex:
         self.x.rank = &rank[0] if n else NULL
         self.x.zs = &zs[0] if zs.shape[0] else NULL
         self.x.wzmin = &wzmin[0] if wzmin.shape[0] else NULL
-        self.x.vocab = <const VocabSlot*>&vocab[0] if vocab.shape[0] else NULL
+        self.x.vocab = <const VocabSlot*>&cv[0] if cv.shape[0] else NULL
+        self.x.n_rows = self.n_rows
         self.x.voff = &voff[0]
         self.x.bitmap_row = &bitmap_row[0] if bitmap_row.shape[0] else NULL
         self.x.rptr = &rptr[0]
@@ -189,9 +193,14 @@ cdef class BitsliceIndex:
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
               bint exclude_self, int64_t max_row, int n_threads,
-              double[:, ::1] out_score, int64_t[:, ::1] out_index, int measure=0):
+              double[:, ::1] out_score, int64_t[:, ::1] out_index, int measure=0,
+              floors=None):
         """Top-k of queries[start:stop] into out_*[start:stop]; ``measure`` is a
         ``_bounds.Measure`` (0: dice).
+
+        ``floors`` (float64, one per query row, in [0, 1]): query ``i`` reports
+        only scores ``>= max(min_score, floors[i])``, and the search prunes with
+        that (e.g. the query's best score so far over earlier references).
 
         The queries' rows and sizes were checked when the Collection was made;
         a renumbered Collection (ids) is refused: results are written by row.
@@ -211,6 +220,14 @@ cdef class BitsliceIndex:
             raise ValueError("exclude_self needs the references as queries")
         if longest_row(queries.arrays[0], Q.F, Q.n, start, stop) > max_row:
             raise ValueError(f"BitsliceIndex.top_k: a query row is longer than max_row={max_row}")
+        cdef const double[::1] fv
+        if floors is not None:
+            fv = floors
+            if fv.shape[0] != Q.n:
+                raise ValueError(f"BitsliceIndex.top_k: floors must hold one score per query "
+                                 f"({Q.n}), got {fv.shape[0]}")
+            if not check_floors(fv):
+                raise ValueError("BitsliceIndex.top_k: floors must lie in [0, 1]")
         stats = np.zeros((max(1, n_threads), 2), dtype=np.int64)
         cdef int64_t[:, ::1] sv = stats
         if stop == start:
@@ -221,6 +238,7 @@ cdef class BitsliceIndex:
         T.X = &self.x
         T.k = k
         T.floor_score = min_score
+        T.floors = &fv[0] if floors is not None and Q.n else NULL
         T.exclude = exclude_self
         T.measure = measure
         T.max_row = max_row
@@ -268,6 +286,7 @@ cdef class BitsliceIndex:
         T.X = &self.x
         T.k = 1
         T.floor_score = threshold
+        T.floors = NULL
         T.exclude = upper_only
         T.measure = measure
         T.max_row = max_row
@@ -287,6 +306,31 @@ cdef class BitsliceIndex:
             return gather_pairs(bufs, n_buffers, "overlap bit-sliced join")
         finally:
             free_pairs(bufs, n_buffers)
+
+
+cdef bint check_floors(const double[::1] floors) noexcept:
+    """Whether every floor lies in [0, 1] (NaN does not)."""
+    cdef int64_t i
+    for i in range(floors.shape[0]):
+        if not 0.0 <= floors[i] <= 1.0:
+            return False
+    return True
+
+
+def token_codes(vocab, bitmap_row, int64_t n_rows):
+    """A copy of the vocabulary tables whose ids are the query side's codes.
+
+    A frequent token's code is its bitmap row (``< n_rows``), a rare one's
+    ``n_rows +`` its vocabulary id; empty slots keep ``-1``.  One read of the
+    table then says what the token is (no second read of ``bitmap_row``).
+    """
+    codes = np.array(vocab, dtype=np.uint64, copy=True)
+    if len(bitmap_row) == 0:
+        return codes  # no vocabulary: every slot is empty
+    ids = codes.view(np.int64)[1::2]
+    rows = np.asarray(bitmap_row)[np.maximum(ids, 0)]
+    ids[:] = np.where(ids < 0, -1, np.where(rows >= 0, rows, n_rows + ids))
+    return codes
 
 
 cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):
@@ -579,14 +623,15 @@ cdef bint prepare_query(const Coll* Q, int64_t qi, const BIndex* X,
         t1 = Q.ip[f * (Q.n + 1) + qi + 1]
         n_frequent = 0
         for t in range(t0, t1):
-            vid = vocab_lookup(X.vocab, X.voff, f, Q.h[t])
+            vid = vocab_lookup(X.vocab, X.voff, f, Q.h[t])  # a code (token_codes)
             if vid < 0:
                 continue
             s.m[f] += 1
-            if X.bitmap_row[vid] >= 0:
-                s.rows[f * s.rowcap + n_frequent] = X.bits + X.bitmap_row[vid] * X.nw
+            if vid < X.n_rows:
+                s.rows[f * s.rowcap + n_frequent] = X.bits + vid * X.nw
                 n_frequent += 1
                 continue
+            vid -= X.n_rows
             for p in range(X.rptr[vid], X.rptr[vid + 1]):
                 r = X.rref[p]
                 if rare_counts[r] == 0:
@@ -873,6 +918,9 @@ cdef void join_one(const Coll* Q, int64_t qi, const BIndex* X, double threshold,
     s.pairs = pairs
     s.qrow = row_id(Q, qi)
     s.upper = upper
+    if not size_may_reach(Q, qi, X, threshold, mk):
+        s.pairs = NULL
+        return  # nothing looked up, nothing to reset
     if prepare_query(Q, qi, X, s):
         for blk in range(nblk):
             b = block_bound(X, s, blk, mk)
@@ -882,12 +930,33 @@ cdef void join_one(const Coll* Q, int64_t qi, const BIndex* X, double threshold,
     reset_query(X, s)
 
 
+cdef inline bint size_may_reach(const Coll* Q, int64_t qi, const BIndex* X, double threshold,
+                                MeasureArg mk) noexcept nogil:
+    """Whether query qi's field-0 size lets it reach ``threshold`` with any reference.
+
+    The bound of ``block_bound`` over the whole index with every query token
+    shared (``m = q``): a long probe row against short indexed rows (or the
+    reverse) is dropped before any of its tokens is looked up.  An empty
+    query scores 0 with everything.
+    """
+    cdef int64_t q = Q.sz[qi], z
+    if q == 0 or X.n == 0:
+        return False
+    z = q
+    if z < X.zs[0]:
+        z = X.zs[0]
+    if z > X.zs[X.n - 1]:
+        z = X.zs[X.n - 1]
+    return rest_score(measure_of(mk), q, q, z) >= threshold
+
+
 ctypedef struct BTask:
     # what one bit-sliced call does; the same for every query of the call
     const Coll* Q
     const BIndex* X
     int k
     double floor_score
+    const double* floors     # per query row, raising floor_score (NULL: none; top-k only)
     bint exclude             # skip reference qi (all-vs-rest); a join: only j > i
     int measure              # the score (_bounds.Measure)
     int64_t max_row
@@ -947,6 +1016,9 @@ cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
     # Dice runs a copy compiled for it alone (_bounds.MeasureArg)
     cdef DiceOnly dice = 0
     cdef AnyMeasure any_measure = T.measure
+    cdef double floor = T.floor_score
+    if T.floors != NULL and T.floors[qi] > floor:
+        floor = T.floors[qi]
     if T.join:
         if T.measure == DICE:
             join_one(T.Q, qi, T.X, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice, pairs)
@@ -954,10 +1026,9 @@ cdef void bitslice_search_one(const void* ctx, int64_t qi, void* s,
             join_one(T.Q, qi, T.X, T.floor_score, T.exclude, <Scratch*>s, T.kern, any_measure,
                      pairs)
     elif T.measure == DICE:
-        search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern, dice)
+        search_one(T.Q, qi, T.X, T.k, floor, T.exclude, <Scratch*>s, T.kern, dice)
     else:
-        search_one(T.Q, qi, T.X, T.k, T.floor_score, T.exclude, <Scratch*>s, T.kern,
-                   any_measure)
+        search_one(T.Q, qi, T.X, T.k, floor, T.exclude, <Scratch*>s, T.kern, any_measure)
 
 
 cdef void bitslice_take_stats(void* scratch, int64_t* row) noexcept nogil:

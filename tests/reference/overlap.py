@@ -127,6 +127,14 @@ def max_overlap(queries: list, references: list | None, top_k: int = 1,
     return out
 
 
+def max_overlap_above(queries: list, references: list, floors: list, top_k: int = 1,
+                      measure: str = "dice"):
+    """Brute-force top-k of every query among the references scoring at least
+    its own floor: query ``i`` as :func:`max_overlap` with ``min_score=floors[i]``."""
+    return [max_overlap([q], references, top_k, f, measure)[0]
+            for q, f in zip(queries, floors)]
+
+
 def join(left: list, right: list | None, threshold: float, measure: str = "dice"):
     """All (i, j, score) with score >= threshold (i < j for a self-join)."""
     self_mode = right is None

@@ -205,3 +205,21 @@ def test_stream_scan_with_the_query_index_is_the_same_on_both_joins(rng, n_threa
     np.testing.assert_array_equal(results["bitslice"].score, results["postings"].score)
     np.testing.assert_array_equal(results["bitslice"].index, results["postings"].index)
     assert (results["bitslice"].index >= 0).any()
+
+
+@pytest.mark.parametrize("measure", MEASURES)
+def test_probe_rows_on_the_size_bound_are_kept_and_those_past_it_dropped(measure):
+    """A probe row is dropped on its size alone only where no indexed size can
+    let it reach the threshold: rows holding every token of an indexed row,
+    plus extra tokens up to and past the size where the score falls under it."""
+    indexed = [list(range(10)), list(range(100, 104))]
+    probes = [list(range(10)) + list(range(1000, 1000 + extra)) for extra in range(0, 40)]
+    probes += [[], list(range(100, 104)), [100]]
+    ru = [(ref.bag(r),) for r in indexed]
+    pu = [(ref.bag(p),) for p in probes]
+    for t in sorted({s for *_, s in ref.join(pu, ru, 0.01, measure)}):
+        want = ref.join(pu, ru, t, measure)
+        with forced_path("bitslice"), join_min_df(2):
+            got = OverlapIndex(TokenSets.from_ids(indexed)).join(
+                TokenSets.from_ids(probes), threshold=t, measure=measure)
+        assert as_triples(got) == want, f"threshold={t!r}"

@@ -1,0 +1,52 @@
+"""The search side of the streaming scan: ``StreamMerger.add`` over chunks of
+W's train contexts, 1,000 test contexts as the eval set.
+
+Timed region: a fresh :class:`overlap.stream.StreamMerger` and ``add`` of
+every chunk (the chunks' token sets are made beforehand, so reading and
+tokenizing are out of the picture).  Groups by ``min_score``; in each, the
+ways of searching a chunk (``index=``) side by side, all of which must give
+the same result as ``overlap.max_overlap`` over all the train contexts.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import overlap
+from overlap.stream import StreamMerger
+
+from .conftest import THREADS
+
+EVAL_ROWS = 1000
+CHUNK_ROWS = 16384
+
+
+@pytest.fixture(scope="module")
+def stream_sides(workload):
+    train, test = workload.sets["train"][0], workload.sets["test"][0]
+    queries = test.take(np.arange(min(EVAL_ROWS, len(test)), dtype=np.int64))
+    chunks = [train.take(np.arange(a, min(len(train), a + CHUNK_ROWS), dtype=np.int64))
+              for a in range(0, len(train), CHUNK_ROWS)]
+    return queries, chunks, train
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+@pytest.mark.parametrize("min_score, index", [(0.0, "auto"), (0.0, "chunk"),
+                                              (0.5, "auto"), (0.5, "chunk"),
+                                              (0.5, "queries")])
+def test_stream_merger(benchmark, stream_sides, min_score, index, n_threads):
+    queries, chunks, train = stream_sides
+    benchmark.group = (f"stream: {EVAL_ROWS:,} test contexts vs train contexts in "
+                       f"{CHUNK_ROWS:,}-row chunks, min_score {min_score:g}")
+
+    def run():
+        merger = StreamMerger(queries, min_score=min_score, index=index, n_threads=n_threads)
+        for chunk in chunks:
+            merger.add(chunk)
+        return merger.result()
+
+    got = benchmark(run)
+    want = overlap.max_overlap(queries, train, min_score=min_score, n_threads=n_threads)
+    np.testing.assert_array_equal(got.score, want.score)
+    np.testing.assert_array_equal(got.index, want.index)
