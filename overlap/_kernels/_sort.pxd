@@ -14,16 +14,25 @@ cdef enum:
     MERGE_SORT_MAX = 512
 
 
-cdef inline void insertion_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+cdef inline void insertion_sort_into(const uint64_t* src, uint64_t* dst, int64_t n) noexcept nogil:
+    """``dst[:n]`` = ``src[:n]`` in order, by insertion; ``src`` may be ``dst``
+    (each value is read before a shift can reach it)."""
     cdef int64_t i, j
     cdef uint64_t v
+    if n <= 0:
+        return
+    dst[0] = src[0]
     for i in range(1, n):
-        v = a[i]
+        v = src[i]
         j = i
-        while j >= 1 and a[j - 1] > v:
-            a[j] = a[j - 1]
+        while j >= 1 and dst[j - 1] > v:
+            dst[j] = dst[j - 1]
             j -= 1
-        a[j] = v
+        dst[j] = v
+
+
+cdef inline void insertion_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+    insertion_sort_into(a, a, n)
 
 
 cdef inline void sort4_u64(uint64_t* a) noexcept nogil:
@@ -137,7 +146,7 @@ cdef inline void sort_hashes(uint64_t* a, int64_t n) noexcept nogil:
     such as hashes chosen to collide) is merge-sorted instead, so no input
     costs more than sort_u64 and a bucket scan.
     """
-    cdef int64_t i, j
+    cdef int64_t i
     cdef int bits = 5, shift, b, nb, top = 0
     cdef int32_t start[MERGE_SORT_MAX + 1]
     cdef uint64_t tmp[MERGE_SORT_MAX]
@@ -165,14 +174,7 @@ cdef inline void sort_hashes(uint64_t* a, int64_t n) noexcept nogil:
         b = <int>(v >> shift)
         tmp[start[b]] = v
         start[b] += 1
-    a[0] = tmp[0]
-    for i in range(1, n):
-        v = tmp[i]
-        j = i
-        while j >= 1 and a[j - 1] > v:
-            a[j] = a[j - 1]
-            j -= 1
-        a[j] = v
+    insertion_sort_into(tmp, a, n)
 
 
 cdef inline void chunk_first_slots(int64_t* counts, int64_t n_chunks, int64_t V, int64_t v,
