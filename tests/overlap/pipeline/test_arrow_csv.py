@@ -22,7 +22,7 @@ from overlap import _arrow_csv, _batches
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
-from reference.engines import table_outcome, same_outcome, write_file
+from reference.engines import same_outcome, table_outcome, write_file
 
 pa = pytest.importorskip("pyarrow", reason="the arrow CSV reader needs pyarrow")
 

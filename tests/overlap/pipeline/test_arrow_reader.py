@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +20,7 @@ from overlap import _batches, _line_blocks
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
-from reference.engines import table_outcome, outcome, same_outcome, write_file
+from reference.engines import same_outcome, table_outcome, write_file
 
 pa = pytest.importorskip("pyarrow", reason="the arrow reader needs pyarrow")
 pq = pytest.importorskip("pyarrow.parquet", reason="the arrow reader needs pyarrow")
