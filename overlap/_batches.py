@@ -189,7 +189,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
         return None
     newlines, openers, two_objects = jsonl_block_facts(block)
     lines = newlines + (not block.endswith(b"\n"))
-    schema = pa.schema([(f, pa.string()) for f in fields])
+    schema = pa.schema([(f, pa.large_string()) for f in fields])
     table = _read_json(block, pj.ParseOptions(explicit_schema=schema,
                                               unexpected_field_behavior="ignore"))
     if table is None:
@@ -200,10 +200,10 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
         return None
     cols = {}
     for f in fields:
-        col = table.column(f)
+        col = table.column(f)  # the pieces' arrays, as parsed (no copy)
         if col.null_count:
             return None
-        cols[f] = col.combine_chunks().cast(pa.large_string())
+        cols[f] = col
     return cols
 
 

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from ._line_scan import count_byte
 from ._lines import max_line_bytes, open_binary, too_long
 from ._readers import Records, checked_rows
 
@@ -114,29 +115,34 @@ class Blocks:
         line = 0
         self.pending = []  # bytes read after the last newline
         held = 0
+        # the file is read into one buffer, reused: each block is then the one
+        # copy of its bytes (a fresh ``read`` and a slice of it were two, and
+        # the fresh pages of every read had to be zeroed by the kernel)
+        buf = bytearray(self.size)
+        view = memoryview(buf)
         while True:
-            data = self.stream.read(self.size)
-            if not data:
+            n = self.stream.readinto(view)
+            if not n:
                 if held:
                     tail = b"".join(self.pending)
                     self.pending = []
                     self._check_lengths(tail, line)
                     yield tail, line
                 return
-            cut = data.rfind(b"\n")
+            cut = buf.rfind(b"\n", 0, n)
             if cut < 0:
-                self.pending.append(data)
-                held += len(data)
+                self.pending.append(bytes(view[:n]))
+                held += n
                 if held > self.limit:  # a line (the first of these bytes) is too long
                     raise too_long(self.path, line + 1, self.limit)
                 continue
             pending = self.pending
-            block = b"".join([*pending, data[:cut + 1]]) if pending else data[:cut + 1]
-            rest = data[cut + 1:]
+            block = b"".join([*pending, view[:cut + 1]]) if pending else bytes(view[:cut + 1])
+            rest = bytes(view[cut + 1:n])
             self.pending, held = ([rest], len(rest)) if rest else ([], 0)
             self._check_lengths(block, line)
             yield block, line
-            line += count_bytes(block, b"\n")
+            line += count_byte(block, 10)
 
     def rest(self, head: bytes) -> IO[bytes]:
         """``head`` (the last block yielded, or blocks from there on), then the
@@ -197,13 +203,9 @@ def piece_sizes(n_bytes: int) -> list[int]:
 
 
 def count_bytes(block: bytes, chars: bytes) -> int:
-    """How many bytes of ``block`` are one of ``chars`` (numpy compares at
-    memory speed; ``bytes.count`` went a byte at a time, 5x slower)."""
-    a = np.frombuffer(block, np.uint8)
-    hit = a == chars[0]
-    for c in chars[1:]:
-        hit |= a == c
-    return int(np.count_nonzero(hit))
+    """How many bytes of ``block`` are one of ``chars`` (distinct bytes; counted
+    in C, :func:`overlap._line_scan.count_byte`)."""
+    return sum(count_byte(block, c) for c in chars)
 
 
 def valid_utf8(block: bytes) -> bool:

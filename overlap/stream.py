@@ -478,7 +478,13 @@ def scan_stream(
     nbytes = 0
     if prefetch is None:
         prefetch = effective_n_threads(nt) >= PREFETCH_MIN_THREADS
-    work = Prefetch(prepared(chunks)) if prefetch else prepared(chunks)
+    # with prefetching, two threads ahead of the search: one reads chunk
+    # i + 2 while the other tokenizes chunk i + 1 (reading a chunk is mostly
+    # one thread's Python and pyarrow's parsing, tokenizing is the kernel's
+    # threads: run in turn on one thread, they bounded the scan)
+    reading = Prefetch(iter(chunks), name="overlap-read") if prefetch else None
+    work = (Prefetch(prepared(reading), name="overlap-tokenize") if reading is not None
+            else prepared(chunks))
     try:
         for chunk, refs in work:
             if not shards or shards[-1][0] != chunk.path:
@@ -498,8 +504,9 @@ def scan_stream(
             nbytes += chunk.nbytes
             bar.update(chunk.nbytes)
     finally:
-        if prefetch:
+        if reading is not None:
             work.close()
+            reading.close()
         bar.close()
     res = merger.result()
     out_match = {}

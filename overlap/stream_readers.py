@@ -46,10 +46,11 @@ class Chunk:
 
     Attributes
     ----------
-    columns : dict of str to (list of str or pyarrow.Array)
+    columns : dict of str to (list of str or pyarrow.ChunkedArray)
         The requested fields, each ``n_rows`` long, every value a string (no
-        nulls).  A ``pyarrow.large_string`` array when the arrow engine read
-        the shard (the default when pyarrow is installed), else a list of str;
+        nulls).  A ``pyarrow.ChunkedArray`` of ``large_string`` when the
+        arrow engine read the shard (the default when pyarrow is installed):
+        the arrays pyarrow parsed, not copied into one; else a list of str;
         :meth:`overlap.TokenSets.from_texts` takes either without copying,
         and ``col.to_pylist()`` (Arrow) gives the str of a row.
     first_row : int
@@ -188,14 +189,19 @@ def _make(parts: list[dict], fields, first_row, path, shard_row, nbytes) -> Chun
         pieces = [p[f] for p in parts]
         if not pieces:
             cols[f] = []
-        elif len(pieces) == 1:
-            cols[f] = pieces[0]
         elif isinstance(pieces[0], list):
-            cols[f] = [t for piece in pieces for t in piece]
+            cols[f] = pieces[0] if len(pieces) == 1 else [t for piece in pieces for t in piece]
         else:
-            import pyarrow as pa
-            cols[f] = pa.concat_arrays(pieces)
+            cols[f] = _chunked(pieces)
     return Chunk(cols, first_row, path, shard_row, nbytes)
+
+
+def _chunked(pieces: list):
+    """The Arrow arrays (or chunked arrays) of a chunk's pieces as one
+    ``ChunkedArray``: the arrays the reader made, not copied."""
+    import pyarrow as pa
+    arrays = [a for p in pieces for a in (p.chunks if isinstance(p, pa.ChunkedArray) else [p])]
+    return pa.chunked_array(arrays, type=pa.large_string())
 
 
 def read_chunks(

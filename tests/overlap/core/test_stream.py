@@ -398,3 +398,24 @@ def test_dask_streams_shards_on_workers(tmp_path, dask_client):
         assert got.n_references == len(CORPUS)
     with pytest.raises(ValueError, match="min_score"):
         odask.scan_stream(EVAL, tmp_path, client=client, min_score=2.0)
+
+
+@pytest.mark.parametrize("prefetch", [True, False])
+def test_a_read_error_mid_corpus_reaches_the_caller_and_stops_the_threads(tmp_path, prefetch):
+    """With prefetching, a shard is read on one thread and tokenized on another:
+    an error of the reading (a bad row in the second shard) still reaches the
+    caller with its file and line, and no thread of the scan is left running."""
+    import threading
+
+    _write(str(tmp_path / "a.jsonl"), "jsonl", CORPUS)
+    (tmp_path / "b.jsonl").write_text('{"text": "x y"}\n{"text": 3}\n')
+    before = {t.name for t in threading.enumerate()}
+    with pytest.raises(ValueError, match=r"b.jsonl:2: field 'text' must be a string"):
+        scan_stream(EVAL, tmp_path, chunk_rows=2, prefetch=prefetch)
+    left = {t.name for t in threading.enumerate()} - before
+    assert not {n for n in left if n.startswith("overlap-")}
+
+
+def test_a_bad_chunk_from_the_caller_is_refused_with_prefetching(tmp_path):
+    with pytest.raises(TypeError, match="source yielded a str, expected a Chunk"):
+        scan_stream(EVAL, iter(["not a chunk"]), prefetch=True)

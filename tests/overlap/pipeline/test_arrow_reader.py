@@ -131,10 +131,26 @@ def test_arrow_reader_gives_arrow_columns_without_python_strings(tmp_path):
     path = str(tmp_path / "a.jsonl")
     write_file(path, b'{"text": "a b"}\n{"text": "c"}\n')
     (chunk,) = read_chunks(path, "text", engine="arrow")
-    assert isinstance(chunk.columns["text"], pa.Array)
+    assert isinstance(chunk.columns["text"], pa.ChunkedArray)
     assert chunk.columns["text"].type == pa.large_string()
+    assert chunk.columns["text"].to_pylist() == ["a b", "c"]
     (chunk,) = read_chunks(path, "text", engine="python")
     assert chunk.columns["text"] == ["a b", "c"]
+
+
+def test_a_chunk_holds_the_parsed_arrays_not_a_copy(tmp_path, monkeypatch):
+    """A chunk spanning several blocks is a ChunkedArray over the blocks' own
+    arrays (no concatenation), and the rows are the file's, in order."""
+    import overlap._batches as batches
+    monkeypatch.setattr(batches, "BLOCK_BYTES", 4096)
+    path = str(tmp_path / "a.jsonl")
+    texts = [f"row {i} " + "w" * (i % 50) for i in range(3000)]
+    write_file(path, "".join(f'{{"text": "{t}", "n": {i}}}\n' for i, t in enumerate(texts)).encode())
+    chunks = list(read_chunks(path, "text", engine="arrow", chunk_rows=1000))
+    assert [c.n_rows for c in chunks] == [1000, 1000, 1000]
+    assert all(c.columns["text"].num_chunks > 1 for c in chunks)
+    got = [t for c in chunks for t in c.columns["text"].to_pylist()]
+    assert got == texts
 
 
 @pytest.mark.parametrize("column, message", [

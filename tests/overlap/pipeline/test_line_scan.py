@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap._line_scan import jsonl_block_facts
+from overlap._line_scan import count_byte, jsonl_block_facts
 
 from reference.readers import jsonl_block_facts as reference_facts
 
@@ -35,3 +35,17 @@ def test_edges():
     big = b'{"text": "a", "b": [1]}\n' * 100_000
     assert jsonl_block_facts(big) == (100_000, 200_000, False)
     assert jsonl_block_facts(big + b"{}  {}") == (100_000, 200_002, True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 255))
+def test_count_byte_equals_bytes_count(block, byte):
+    assert count_byte(block, byte) == block.count(bytes([byte]))
+
+
+def test_count_byte_long_and_empty():
+    assert count_byte(b"", 10) == 0
+    block = (b"ab\ncd\n" * 50_001) + b"\xff\n"
+    assert count_byte(block, 10) == 100_003
+    assert count_byte(block, 0xFF) == 1
+    assert count_byte(memoryview(block)[3:9], 10) == 2
