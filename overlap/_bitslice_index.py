@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _index
 from ._kernels import _bitslice, _collection, _vocab
+from ._query_tokens import QueryTokens
 
 #: A token gets a bitmap when its document frequency is at least this ...
 MIN_DF = 32
@@ -55,11 +56,16 @@ def frequent_tokens(df: np.ndarray, n_refs: int, nnz: int, nw: int,
     return cand[: min(budget, MAX_ROWS, (1 << _bitslice.MAX_PLANES) - 1)]
 
 
-def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.BitsliceIndex:
+def build(fields: tuple, n_threads: int = 1,
+          min_df: int | None = None) -> _bitslice.BitsliceIndex:
     """The bit-sliced index of reference ``fields`` (sets, not multisets).
 
+    ``fields``: TokenSets, or ``_query_tokens.RestrictedRows`` (rows restricted
+    to some tokens, with their whole sizes).
+
     ``min_df``: the smallest document frequency of a bitmap token (see
-    :func:`frequent_tokens`).
+    :func:`frequent_tokens`); default :data:`MIN_DF`, read at the call (tests
+    lower it to give small corpora bitmaps).
 
     Memory: ``n_rows * nw`` bitmap words (at most ``WORDS_PER_TOKEN`` per stored
     token), one int32 per rare posting entry, and a few int32/int64 per
@@ -67,6 +73,8 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
     """
     if fields[0].multiset:
         raise ValueError("the bit-sliced index supports sets only")
+    if min_df is None:
+        min_df = MIN_DF
     n = len(fields[0])
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
@@ -150,9 +158,13 @@ def word_min_sizes(zs: np.ndarray, nw: int) -> np.ndarray:
 class LazyBitslice:
     """The bit-sliced side of an OverlapIndex, built on first use and then kept."""
 
-    def __init__(self, ref_fields: tuple, n_threads: int = 1) -> None:
+    def __init__(self, ref_fields: tuple, n_threads: int = 1,
+                 only: QueryTokens | None = None) -> None:
         self._fields = ref_fields
         self._n_threads = n_threads
+        # the index holds only these queries' tokens; it then answers their
+        # top-k alone (see overlap._query_tokens)
+        self._only = only
         self._index: _bitslice.BitsliceIndex | None = None
         self._join_index: _bitslice.BitsliceIndex | None = None  # JOIN_MIN_DF
         self._queries: _collection.Collection | None = None  # the references as queries
@@ -164,17 +176,27 @@ class LazyBitslice:
         if self._index is None:
             with self._lock:
                 if self._index is None:
-                    self._index = build(self._fields, self._n_threads)
+                    fields = self._fields
+                    if self._only is not None:
+                        fields = self._only.restrict(fields, self._n_threads)
+                    self._index = build(fields, self._n_threads)
         return self._index
 
     @property
     def join_index(self) -> _bitslice.BitsliceIndex:
         """The threshold join's index (bitmaps from :data:`JOIN_MIN_DF`), built once."""
+        self._check_only(None, "join")
         if self._join_index is None:
             with self._lock:
                 if self._join_index is None:
                     self._join_index = build(self._fields, self._n_threads, JOIN_MIN_DF)
         return self._join_index
+
+    def _check_only(self, qfields: tuple | None, what: str) -> None:
+        """RuntimeError unless an index on some queries' tokens is asked their top-k."""
+        if self._only is not None and (what != "top_k" or not self._only.covers(qfields)):
+            raise RuntimeError(f"LazyBitslice.{what}: this index holds only its queries' "
+                               "tokens and answers only their top-k")
 
     def _collection_of(self, qfields: tuple | None):
         """The kernels' collection of ``qfields``; of the references themselves
@@ -207,6 +229,7 @@ class LazyBitslice:
         ``qfields=None`` searches the references against the rest of themselves.
         ``floors``: a score floor per query (``BitsliceIndex.top_k``).
         """
+        self._check_only(qfields, "top_k")
         bx = self.index
         queries = self._collection_of(qfields)
 

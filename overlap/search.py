@@ -14,6 +14,7 @@ from . import _bitslice_index, _dispatch, _index
 from ._kernels import _collection, _pairs, _postings_search, _runner
 from ._fields import Handover, as_fields, check_compatible
 from ._progress import ProgressArg, check_progress, make_progress
+from ._query_tokens import QueryTokens
 from ._threads import effective_n_threads, threads_for
 from ._kernels._collection import MAX_QUERY_TOKENS, MAX_ROW_MASS
 from ._validation import (
@@ -175,7 +176,7 @@ class OverlapIndex:
 
     @classmethod
     def _build(cls, fields: tuple | Handover, name: str, nt: int, *, as_queries: bool = False,
-               eager: bool = True):
+               eager: bool = True, only_tokens: QueryTokens | None = None):
         """An index over checked ``fields``; errors about them name ``name``.
 
         ``as_queries``: the rows will also be searched as queries (all vs rest,
@@ -186,13 +187,17 @@ class OverlapIndex:
         ``as_queries`` and ``eager``): an index that copies the rows
         (renumbered by size) lets them go once the copy is made and answers
         only its self-join (``join(None, ...)``).
+        ``only_tokens`` (fixed queries' :class:`~overlap._query_tokens.QueryTokens`):
+        the bit-sliced side is built on those queries' tokens alone and
+        answers only their max_overlap (the postings side, where the
+        dispatch picks it, holds every token).
         """
         self = object.__new__(cls)
-        self._init(fields, name, nt, as_queries, eager)
+        self._init(fields, name, nt, as_queries, eager, only_tokens)
         return self
 
     def _init(self, fields: tuple | Handover, name: str, nt: int, as_queries: bool = False,
-              eager: bool = True) -> None:
+              eager: bool = True, only_tokens: QueryTokens | None = None) -> None:
         handed = False
         if isinstance(fields, Handover):
             if not (as_queries and eager):
@@ -229,7 +234,7 @@ class OverlapIndex:
             return
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)
-        self._bitslice = _bitslice_index.LazyBitslice(fields, nt)
+        self._bitslice = _bitslice_index.LazyBitslice(fields, nt, only_tokens)
 
     @property
     def _coll(self) -> _collection.Collection:
@@ -482,11 +487,12 @@ class OverlapIndex:
 
 
 def build_index(fields: tuple | Handover, name: str, nt: int, *, as_queries: bool = False,
-                eager: bool = True) -> OverlapIndex:
+                eager: bool = True, only_tokens: QueryTokens | None = None) -> OverlapIndex:
     """An :class:`OverlapIndex` over fields already checked (``as_fields``), for
     the package's own callers (:meth:`OverlapIndex._build` says what the
     arguments do)."""
-    return OverlapIndex._build(fields, name, nt, as_queries=as_queries, eager=eager)
+    return OverlapIndex._build(fields, name, nt, as_queries=as_queries, eager=eager,
+                               only_tokens=only_tokens)
 
 
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:

@@ -58,6 +58,7 @@ import numpy as np
 from ._fields import as_fields, check_compatible
 from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
+from ._query_tokens import QueryTokens
 from ._threads import effective_n_threads
 from ._validation import check_int, check_measure, check_unit_interval, type_name
 from .search import Fields, MaxOverlapResult, OverlapIndex, build_index
@@ -155,6 +156,9 @@ class StreamMerger:
         self.chunks = {"chunk": 0, "queries": 0}
         self._query_index: OverlapIndex | None = None
         self._pairs_per_row = 0.0
+        # the queries' tokens: a chunk's bit-sliced index holds only these
+        self._query_tokens = (None if self.queries[0].multiset
+                              else QueryTokens(self.queries))
 
     def cutoff(self) -> float:
         """Scores below this can no longer enter any query's top-k (or pass min_score)."""
@@ -194,9 +198,10 @@ class StreamMerger:
         self.chunks[how] += 1
         if how == "chunk":
             # lazy: the postings index is built only if the search needs it (the
-            # bit-sliced kernel answers most chunks without it)
+            # bit-sliced kernel answers most chunks without it); the bit-sliced
+            # one holds only the queries' tokens (no other token adds to a score)
             chunk_index = build_index(rfields, "references", effective_n_threads(self.n_threads),
-                                      eager=False)
+                                      eager=False, only_tokens=self._query_tokens)
             # each query searched above its own running k-th best: only a
             # reference scoring at least that can enter its list
             floors = np.maximum(self.score[:, -1], self.min_score)

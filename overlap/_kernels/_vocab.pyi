@@ -15,3 +15,8 @@ def vocab_table(
 def count_key_order(
     counts: NDArray[np.int64], keys: NDArray[np.uint64]
 ) -> NDArray[np.int64]: ...
+
+def restrict_rows(
+    indptr: NDArray[np.int64], hashes: NDArray[np.uint64], slots: NDArray[np.uint64],
+    n_threads: int = 1,
+) -> tuple[NDArray[np.int64], NDArray[np.uint64]]: ...
