@@ -127,6 +127,12 @@ def max_overlap(queries: list, references: list | None, top_k: int = 1,
     return out
 
 
+def restrict_rows(rows: list, keep) -> list:
+    """Every row's tokens that ``keep`` holds, in their order (repeats kept)."""
+    keep = set(keep)
+    return [[t for t in row if t in keep] for row in rows]
+
+
 def max_overlap_above(queries: list, references: list, floors: list, top_k: int = 1,
                       measure: str = "dice"):
     """Brute-force top-k of every query among the references scoring at least
