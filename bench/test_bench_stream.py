@@ -50,3 +50,27 @@ def test_stream_merger(benchmark, stream_sides, min_score, index, n_threads):
     want = overlap.max_overlap(queries, train, min_score=min_score, n_threads=n_threads)
     np.testing.assert_array_equal(got.score, want.score)
     np.testing.assert_array_equal(got.index, want.index)
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+@pytest.mark.parametrize("min_score", [0.0, 0.5])
+def test_stream_merger_chunk_index_on_every_token(benchmark, stream_sides, min_score,
+                                                  n_threads):
+    """``index="chunk"`` with each chunk's bit-sliced index on all its tokens (as
+    before ``overlap._query_tokens``): the peer of the chunk index on the
+    queries' tokens, in the same groups."""
+    queries, chunks, train = stream_sides
+    benchmark.group = (f"stream: {EVAL_ROWS:,} test contexts vs train contexts in "
+                       f"{CHUNK_ROWS:,}-row chunks, min_score {min_score:g}")
+
+    def run():
+        merger = StreamMerger(queries, min_score=min_score, index="chunk", n_threads=n_threads)
+        merger._query_tokens = None  # every chunk token indexed
+        for chunk in chunks:
+            merger.add(chunk)
+        return merger.result()
+
+    got = benchmark(run)
+    want = overlap.max_overlap(queries, train, min_score=min_score, n_threads=n_threads)
+    np.testing.assert_array_equal(got.score, want.score)
+    np.testing.assert_array_equal(got.index, want.index)
