@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _index
 from ._kernels import _bitslice, _collection, _vocab
-from ._query_tokens import QueryTokens
+from ._query_tokens import QueryTokens, RestrictedRows
 
 #: A token gets a bitmap when its document frequency is at least this ...
 MIN_DF = 32
@@ -90,7 +90,7 @@ def build(fields: tuple, n_threads: int = 1,
     zs = np.minimum(flat_sizes.reshape(nf, n)[:, order], _INT32_MAX).astype(np.int32)
     wzmin = word_min_sizes(zs, nw)
     zs = zs.ravel()
-    tables = _index.vocabularies([ts.hashes for ts in fields], n_threads)
+    tables = vocabulary_tables(fields, n_threads)
     freqs = [frequent_tokens(df, n, ts.nnz, nw, min_df) for ts, (*_, df) in zip(fields, tables)]
     # every field's bitmap rows in one array, each field filling its own part
     bits = np.empty(sum(fq.shape[0] for fq in freqs) * nw, dtype=np.uint64)
@@ -130,6 +130,14 @@ def build(fields: tuple, n_threads: int = 1,
         joined(rrefs, np.int32),
         bits,
     )
+
+
+def vocabulary_tables(fields: tuple, n_threads: int = 1) -> list:
+    """``_index.vocabularies`` of the fields' hashes; restricted rows bring their
+    own (``RestrictedRows.vocabulary``)."""
+    if isinstance(fields[0], RestrictedRows):
+        return [ts.vocabulary() for ts in fields]
+    return _index.vocabularies([ts.hashes for ts in fields], n_threads)
 
 
 def joined(parts: list, dtype) -> np.ndarray:

@@ -391,12 +391,15 @@ cdef enum:
 
 def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
                   const uint64_t[::1] slots, int n_threads=1):
-    """Every row's tokens that ``slots`` holds, in their order.
+    """Every row's tokens that ``slots`` holds, as the table's ids, in their order.
 
     ``slots`` is one field's table of ``compact_vocabulary`` (uint64 pairs of
-    key and id, a power of two of pairs, at most half full; id ``-1``: empty).
-    Returns ``(indptr, hashes)`` of the rows restricted to the table's keys:
-    a row's kept tokens keep their order, and a row that keeps none is empty.
+    key and id, a power of two of pairs, at most half full; id ``-1``: empty;
+    the ids below 2**31 - 1).  Returns ``(indptr, ids, counts)``: row ``i``
+    keeps ``ids[indptr[i]:indptr[i + 1]]`` (int32), the ids of its tokens
+    that the table holds, in their order (a row that keeps none is empty),
+    and ``counts[v]`` is how often id ``v`` was kept (int64, one per id up to
+    the table's largest).
 
     With ``n_threads`` > 1 and at least PARALLEL_RESTRICT_TOKENS tokens,
     blocks of rows are restricted in parallel, each into its own part of the
@@ -405,7 +408,7 @@ def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
     ``hashes`` or a table that is not a power of two of pairs.
     """
     cdef int64_t n = indptr.shape[0] - 1, nnz = hashes.shape[0], size = slots.shape[0] // 2
-    cdef int64_t i, t, a, b, w, r0, r1
+    cdef int64_t i, t, a, b, w, r0, r1, vid, V = 0
     cdef int c
     if n < 0 or indptr[0] != 0 or indptr[n] != nnz:
         raise ValueError("restrict_rows: indptr does not cover the hashes")
@@ -414,42 +417,52 @@ def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
             raise ValueError("restrict_rows: indptr is not sorted")
     if slots.shape[0] % 2 or size < 1 or (size & (size - 1)) != 0:
         raise ValueError("restrict_rows: the table is not a power of two of (key, id) pairs")
+    for i in range(size):
+        vid = <int64_t>slots[2 * i + 1]
+        if vid < -1 or vid >= 2147483647:
+            raise ValueError("restrict_rows: a table id out of range")
+        if vid >= V:
+            V = vid + 1
     if n_threads < 1:
         raise ValueError(f"restrict_rows: n_threads must be at least 1, got {n_threads}")
     cdef int P = n_threads * RESTRICT_BLOCKS if n_threads > 1 and nnz >= PARALLEL_RESTRICT_TOKENS else 1
     if P > n:
         P = max(1, <int>n)
     out_ptr = np.empty(n + 1, dtype=np.int64)
-    kept = np.empty(nnz, dtype=np.uint64)
+    kept = np.empty(nnz, dtype=np.int32)
     cut = np.empty(P + 1, dtype=np.int64)
-    # kept tokens of every block (then the total)
-    fill = np.zeros(P + 1, dtype=np.int64)
+    fill = np.zeros(P + 1, dtype=np.int64)  # kept tokens of every block
+    # every block's count of each id, after one slot for the tokens not kept
+    per_block = np.zeros((P, V + 1), dtype=np.int64)
     cdef int64_t[::1] op = out_ptr
-    cdef uint64_t[::1] kv = kept
+    cdef int32_t[::1] kv = kept
     cdef int64_t[::1] cv = cut
     cdef int64_t[::1] fv = fill
+    cdef int64_t[:, ::1] pb = per_block
     cdef int64_t voff[2]
     voff[0] = 0
     voff[1] = size
     cdef const VocabSlot* table = <const VocabSlot*>&slots[0]
     cdef const uint64_t* hp = &hashes[0] if nnz else NULL
-    cdef uint64_t* kp = &kv[0] if nnz else NULL
+    cdef int32_t* kp = &kv[0] if nnz else NULL
     with nogil:
         for c in range(P + 1):
             cv[c] = n * c // P
         op[0] = 0
         for c in prange(P, num_threads=n_threads if P > 1 else 1, schedule="dynamic",
                         chunksize=1):
-            # the block's kept tokens from its first input slot on (never
-            # past its own input: a block writes only its own part)
+            # the block's kept ids from its first input slot on (a block
+            # writes only its own part: w never passes t)
             r0 = cv[c]
             r1 = cv[c + 1]
             w = indptr[r0]
             for i in range(r0, r1):
                 for t in range(indptr[i], indptr[i + 1]):
-                    if vocab_lookup(table, voff, 0, hp[t]) >= 0:
-                        kp[w] = hp[t]
-                        w = w + 1
+                    # written always, kept by moving on (no branch to mispredict)
+                    vid = vocab_lookup(table, voff, 0, hp[t])
+                    kp[w] = <int32_t>vid
+                    w = w + (vid >= 0)
+                    pb[c, vid + 1] += 1
                 op[i + 1] = w - indptr[r0]  # kept so far in the block
             fv[c + 1] = w - indptr[r0]
         # blocks moved together, in order (each moves left or stays)
@@ -458,9 +471,9 @@ def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
             b = fv[c + 1]
             a = indptr[cv[c]]
             if w != a and b:
-                memmove(kp + w, kp + a, <size_t>b * sizeof(uint64_t))
+                memmove(kp + w, kp + a, <size_t>b * sizeof(int32_t))
             for i in range(cv[c], cv[c + 1]):
                 op[i + 1] += w
             w += b
         fv[P] = w
-    return out_ptr, kept[:fill[P]]
+    return out_ptr, kept[:fill[P]], per_block[:, 1:].sum(axis=0)

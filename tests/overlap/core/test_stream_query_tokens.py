@@ -106,13 +106,17 @@ def test_a_chunk_index_holds_the_query_tokens_with_the_whole_sizes():
         StreamMerger(q, index="chunk").add(r)
     (fields,) = seen
     for f in range(2):
-        kept = set(q[f].hashes.tolist())
-        assert set(fields[f].hashes.tolist()) <= kept
-        assert fields[f].sizes.tolist() == r[f].sizes.tolist()
         rows = [r[f].row(i).tolist() for i in range(len(r[f]))]
-        got = [fields[f].hashes[fields[f].indptr[i]:fields[f].indptr[i + 1]].tolist()
-               for i in range(len(r[f]))]
-        assert got == ref.restrict_rows(rows, kept)
+        kept = ref.restrict_rows(rows, q[f].hashes.tolist())
+        rr = fields[f]
+        assert rr.sizes.tolist() == r[f].sizes.tolist()
+        hashes = rr.keys[rr.ids]
+        assert [hashes[rr.indptr[i]:rr.indptr[i + 1]].tolist() for i in range(len(r[f]))] == kept
+        # the vocabulary holds the query tokens some row kept, each with its count
+        keys, ids, _, tids, df = rr.vocabulary()
+        assert sorted(keys[tids[tids >= 0]].tolist()) == sorted({t for row in kept for t in row})
+        flat = [t for row in kept for t in row]
+        assert df.tolist() == [flat.count(k) for k in keys.tolist()]
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
