@@ -21,7 +21,9 @@ Two ways to search one chunk, chosen per chunk by ``index=``:
 ``"chunk"``
     Build an :class:`~overlap.OverlapIndex` on the chunk and search the
     queries in it (each query is searched above its own running k-th best
-    score, which prunes most of the chunk).
+    score, which prunes most of the chunk).  Its bit-sliced side holds only
+    the chunk's tokens that some query holds, each row keeping its whole size
+    (``overlap._query_tokens``): no other token adds to a score.
 ``"queries"``
     Use one index over the queries, built once, and list the chunk's pairs
     whose score reaches the cut-off ``max(min_score, lowest running k-th best)``
