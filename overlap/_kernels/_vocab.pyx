@@ -432,8 +432,8 @@ def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
     kept = np.empty(nnz, dtype=np.int32)
     cut = np.empty(P + 1, dtype=np.int64)
     fill = np.zeros(P + 1, dtype=np.int64)  # kept tokens of every block
-    # every block's count of each id, after one slot for the tokens not kept
-    per_block = np.zeros((P, V + 1), dtype=np.int64)
+    # every block's count of each id
+    per_block = np.zeros((P, V), dtype=np.int64)
     cdef int64_t[::1] op = out_ptr
     cdef int32_t[::1] kv = kept
     cdef int64_t[::1] cv = cut
@@ -462,9 +462,11 @@ def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
                     vid = vocab_lookup(table, voff, 0, hp[t])
                     kp[w] = <int32_t>vid
                     w = w + (vid >= 0)
-                    pb[c, vid + 1] += 1
                 op[i + 1] = w - indptr[r0]  # kept so far in the block
             fv[c + 1] = w - indptr[r0]
+            # the block's counts, apart from the lookups (which then overlap)
+            for t in range(indptr[r0], w):
+                pb[c, kp[t]] += 1
         # blocks moved together, in order (each moves left or stays)
         w = 0
         for c in range(P):
@@ -476,4 +478,4 @@ def restrict_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes,
                 op[i + 1] += w
             w += b
         fv[P] = w
-    return out_ptr, kept[:fill[P]], per_block[:, 1:].sum(axis=0)
+    return out_ptr, kept[:fill[P]], per_block.sum(axis=0)
