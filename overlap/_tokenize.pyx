@@ -270,6 +270,7 @@ cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
     """
     cdef int64_t i, j, m
     cdef uint64_t g
+    cdef uint32_t run, fresh
     if ngram > 1:
         if n < ngram:
             return 0
@@ -282,18 +283,25 @@ cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
     if n == 0:
         return 0
     sort_hashes(h, n)
+    # every value is written to the slot after the last kept one, which moves on
+    # only for a new value: no branch on the values (a row's duplicates are few
+    # and where they fall is not predictable)
     m = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and h[j] == h[i]:
-            j += 1
-        h[m] = h[i]
-        if multiset:
-            cnt[m] = <uint32_t>(j - i)
-        m += 1
-        i = j
-    return m
+    if multiset:
+        run = 1
+        for i in range(1, n):
+            fresh = h[i] != h[m]
+            cnt[m] = run
+            m += fresh
+            h[m] = h[i]
+            run = run * (1 - fresh) + 1
+        cnt[m] = run
+    else:
+        for i in range(1, n):
+            fresh = h[i] != h[m]
+            m += fresh
+            h[m] = h[i]
+    return m + 1
 
 
 def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngram,
