@@ -67,8 +67,10 @@ def _crowded(rng, n, per_bucket, bits):
 
 @pytest.mark.parametrize("multiset", [False, True])
 def test_buckets_at_and_past_their_limit(rng, multiset):
-    """Rows whose hashes crowd one bucket with HASH_BUCKET_MAX (8) values, and
-    with one more (the row is then merge-sorted), at every bucket count."""
+    """Rows whose hashes crowd one bucket with 7 to n values, at every bucket
+    count: from a few shifts of the insertion pass to far more than its limit
+    (HASH_SHIFTS_PER_VALUE shifts a value: the row is then merge-sorted from
+    the middle of the pass)."""
     rows = []
     for n in [17, 32, 33, 64, 65, 128, 300, 512]:
         bits = max(5, int(np.ceil(np.log2(n))))
@@ -82,4 +84,23 @@ def test_buckets_at_and_past_their_limit(rng, multiset):
         rows.append(np.concatenate([np.arange(4, dtype=np.uint64),
                                     np.uint64(2**64 - 1) - np.arange(4, dtype=np.uint64),
                                     rng.integers(0, 2**64, size=n - 8, dtype=np.uint64)]))
+    _check(rows, multiset)
+
+
+@pytest.mark.parametrize("multiset", [False, True])
+def test_frequent_values_among_spread_ones(rng, multiset):
+    """A text's frequent words: a few hashes many times each among spread ones,
+    so that a bucket holds many copies of one value (the insertion pass, not
+    the merge sort), and the copies in the same bucket as other values."""
+    rows = []
+    for n in [17, 20, 36, 64, 65, 200, 512]:
+        for copies in (2, 9, n // 2):
+            frequent = rng.integers(0, 2**64, size=3, dtype=np.uint64)
+            row = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+            row[:copies] = frequent[0]
+            row[copies:min(n, 2 * copies)] = frequent[rng.integers(0, 3)]
+            # a value just below the copies, in their bucket, after them
+            row[-1] = frequent[0] - np.uint64(1) if frequent[0] else np.uint64(1)
+            rng.shuffle(row[:-1])
+            rows.append(row)
     _check(rows, multiset)
