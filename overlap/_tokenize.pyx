@@ -372,6 +372,7 @@ cdef enum:
 # the class of every ASCII byte after lower-casing, as is_space/is_word say,
 # and the position of every ASCII byte in string.punctuation (-1: not in it)
 cdef uint8_t ASCII_CLASS[128]
+cdef uint8_t ASCII_LOWER[128]
 cdef int ASCII_PUNCT_POS[128]
 
 
@@ -385,6 +386,7 @@ cdef void _init_ascii_tables() noexcept:
         else:
             ASCII_CLASS[c] = CLS_OTHER
         ASCII_PUNCT_POS[c] = -1
+        ASCII_LOWER[c] = c + 32 if (c >= 65 and c <= 90) else c
     for s in range(PUNCT_LEN):
         ASCII_PUNCT_POS[<uint8_t>PUNCT[s]] = s
 
@@ -442,7 +444,7 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
     """
     cdef Py_ssize_t i = 0, start
     cdef int64_t m = 0
-    cdef uint8_t k, c
+    cdef uint8_t k, c, c0
     cdef uint64_t h
     if mode == MODE_WHOLE:
         out[0] = hash_ascii(p, 0, n, basis)
@@ -454,8 +456,9 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
             i += 1
             continue
         start = i
+        c0 = c
         i += 1
-        h = fnv_byte(basis, lower_ascii(c))
+        h = fnv_byte(basis, ASCII_LOWER[c])
         if mode == MODE_CHAR:
             pass
         elif mode == MODE_WHITESPACE:
@@ -463,16 +466,16 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
                 c = p[i]
                 if ASCII_CLASS[c] == CLS_SPACE:
                     break
-                h = fnv_byte(h, lower_ascii(c))
+                h = fnv_byte(h, ASCII_LOWER[c])
                 i += 1
         else:  # wordpunct, and intl (no ASCII code point is a single)
             while i < n:
                 c = p[i]
                 if ASCII_CLASS[c] != k:
                     break
-                h = fnv_byte(h, lower_ascii(c))
+                h = fnv_byte(h, ASCII_LOWER[c])
                 i += 1
-            if ascii_in_punctuation(p, start, i):
+            if ASCII_PUNCT_POS[c0] >= 0 and ascii_in_punctuation(p, start, i):
                 continue
         out[m] = finish_token(h, <uint64_t>(i - start))
         m += 1
