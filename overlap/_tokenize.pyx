@@ -270,6 +270,7 @@ cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
     """
     cdef int64_t i, j, m
     cdef uint64_t g
+    cdef uint32_t run, fresh
     if ngram > 1:
         if n < ngram:
             return 0
@@ -282,18 +283,25 @@ cdef int64_t finalize_row(uint64_t* h, int64_t n, int ngram, bint multiset,
     if n == 0:
         return 0
     sort_hashes(h, n)
+    # every value is written to the slot after the last kept one, which moves on
+    # only for a new value: no branch on the values (a row's duplicates are few
+    # and where they fall is not predictable)
     m = 0
-    i = 0
-    while i < n:
-        j = i + 1
-        while j < n and h[j] == h[i]:
-            j += 1
-        h[m] = h[i]
-        if multiset:
-            cnt[m] = <uint32_t>(j - i)
-        m += 1
-        i = j
-    return m
+    if multiset:
+        run = 1
+        for i in range(1, n):
+            fresh = h[i] != h[m]
+            cnt[m] = run
+            m += fresh
+            h[m] = h[i]
+            run = run * (1 - fresh) + 1
+        cnt[m] = run
+    else:
+        for i in range(1, n):
+            fresh = h[i] != h[m]
+            m += fresh
+            h[m] = h[i]
+    return m + 1
 
 
 def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngram,
@@ -362,8 +370,11 @@ cdef enum:
     CLS_OTHER = 2
 
 # the class of every ASCII byte after lower-casing, as is_space/is_word say,
-# and the position of every ASCII byte in string.punctuation (-1: not in it)
+# every ASCII byte lower-cased (a load in the scan's inner loop, not a compare
+# and an add), and the position of every ASCII byte in string.punctuation
+# (-1: not in it)
 cdef uint8_t ASCII_CLASS[128]
+cdef uint8_t ASCII_LOWER[128]
 cdef int ASCII_PUNCT_POS[128]
 
 
@@ -377,6 +388,7 @@ cdef void _init_ascii_tables() noexcept:
         else:
             ASCII_CLASS[c] = CLS_OTHER
         ASCII_PUNCT_POS[c] = -1
+        ASCII_LOWER[c] = c + 32 if (c >= 65 and c <= 90) else c
     for s in range(PUNCT_LEN):
         ASCII_PUNCT_POS[<uint8_t>PUNCT[s]] = s
 
@@ -434,7 +446,7 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
     """
     cdef Py_ssize_t i = 0, start
     cdef int64_t m = 0
-    cdef uint8_t k, c
+    cdef uint8_t k, c, c0
     cdef uint64_t h
     if mode == MODE_WHOLE:
         out[0] = hash_ascii(p, 0, n, basis)
@@ -446,8 +458,9 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
             i += 1
             continue
         start = i
+        c0 = c
         i += 1
-        h = fnv_byte(basis, lower_ascii(c))
+        h = fnv_byte(basis, ASCII_LOWER[c])
         if mode == MODE_CHAR:
             pass
         elif mode == MODE_WHITESPACE:
@@ -455,16 +468,16 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
                 c = p[i]
                 if ASCII_CLASS[c] == CLS_SPACE:
                     break
-                h = fnv_byte(h, lower_ascii(c))
+                h = fnv_byte(h, ASCII_LOWER[c])
                 i += 1
         else:  # wordpunct, and intl (no ASCII code point is a single)
             while i < n:
                 c = p[i]
                 if ASCII_CLASS[c] != k:
                     break
-                h = fnv_byte(h, lower_ascii(c))
+                h = fnv_byte(h, ASCII_LOWER[c])
                 i += 1
-            if ascii_in_punctuation(p, start, i):
+            if ASCII_PUNCT_POS[c0] >= 0 and ascii_in_punctuation(p, start, i):
                 continue
         out[m] = finish_token(h, <uint64_t>(i - start))
         m += 1

@@ -130,28 +130,57 @@ cdef inline void sort_u64(uint64_t* a, int64_t n) noexcept nogil:
 
 
 cdef enum:
-    # a bucket of the hash sort holding more than this sends the row to sort_u64
-    HASH_BUCKET_MAX = 8
+    # the hash sort's insertion pass gives up (and the row is merge-sorted) once
+    # it has shifted more than this many values for each value of the row
+    HASH_SHIFTS_PER_VALUE = 4
+    # rows up to this long are sorted by sort_u64 (insertion): the hash sort's
+    # buckets pay from 9 values on (a tenth faster on rows of about 10 tokens)
+    HASH_SORT_MIN = 8
+
+
+cdef inline bint insertion_sort_into_bounded(const uint64_t* src, uint64_t* dst, int64_t n,
+                                             int64_t budget) noexcept nogil:
+    """:func:`insertion_sort_into`, which gives up once it has shifted more than
+    ``budget`` values: False, and ``dst`` holds part of the values."""
+    cdef int64_t i, j, moved = 0
+    cdef uint64_t v
+    if n <= 0:
+        return True
+    dst[0] = src[0]
+    for i in range(1, n):
+        v = src[i]
+        j = i
+        while j >= 1 and dst[j - 1] > v:
+            dst[j] = dst[j - 1]
+            j -= 1
+        dst[j] = v
+        moved += i - j
+        if moved > budget:
+            return False
+    return True
 
 
 cdef inline void sort_hashes(uint64_t* a, int64_t n) noexcept nogil:
     """Sort the hashes of a row ascending, in place: the order of :func:`sort_u64`.
 
-    Rows of 17 to MERGE_SORT_MAX values are scattered by their top bits into
+    Rows of HASH_SORT_MIN + 1 to MERGE_SORT_MAX values are scattered by their top bits into
     a power of two of buckets, at least as many as the values (hashes spread
     evenly, so most hold one value), then moved into place by an insertion
     sort, which finds every value within its bucket: about 5 n steps, against
-    6 passes of merging for a 35-value row.  A row whose values crowd into a
-    bucket of more than HASH_BUCKET_MAX (values that are not evenly spread,
-    such as hashes chosen to collide) is merge-sorted instead, so no input
-    costs more than sort_u64 and a bucket scan.
+    6 passes of merging for a 35-value row.  Copies of one value share a bucket
+    but cost the insertion nothing among themselves (a text's frequent words:
+    a bound on the values in a bucket sent such rows to the merge sort).  An
+    insertion that has shifted more than HASH_SHIFTS_PER_VALUE values a value
+    (values that are not evenly spread, such as hashes chosen to collide)
+    stops, and the row is merge-sorted instead, so no input costs more than
+    sort_u64, a bucket scan and that many shifts.
     """
     cdef int64_t i
-    cdef int bits = 5, shift, b, nb, top = 0
+    cdef int bits = 5, shift, b, nb
     cdef int32_t start[MERGE_SORT_MAX + 1]
     cdef uint64_t tmp[MERGE_SORT_MAX]
     cdef uint64_t v
-    if n <= 16 or n > MERGE_SORT_MAX:
+    if n <= HASH_SORT_MIN or n > MERGE_SORT_MAX:
         sort_u64(a, n)
         return
     while (<int64_t>1 << bits) < n:
@@ -163,18 +192,16 @@ cdef inline void sort_hashes(uint64_t* a, int64_t n) noexcept nogil:
     for i in range(n):
         start[(a[i] >> shift) + 1] += 1
     for b in range(1, nb + 1):
-        if start[b] > top:
-            top = start[b]
         start[b] += start[b - 1]
-    if top > HASH_BUCKET_MAX:
-        merge_sort_u64(a, n, tmp)
-        return
     for i in range(n):
         v = a[i]
         b = <int>(v >> shift)
         tmp[start[b]] = v
         start[b] += 1
-    insertion_sort_into(tmp, a, n)
+    if not insertion_sort_into_bounded(tmp, a, n, HASH_SHIFTS_PER_VALUE * n):
+        for i in range(n):
+            a[i] = tmp[i]
+        merge_sort_u64(a, n, tmp)
 
 
 cdef inline void chunk_first_slots(int64_t* counts, int64_t n_chunks, int64_t V, int64_t v,

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from overlap import _tokenize
 
-# lengths around the sort's switches (16, 512, 4096), the bucket counts (powers of
-# two) and around the runs of four and the merge widths
+# lengths around the sort's switches (8: buckets, 16, 512, 4096), the bucket
+# counts (powers of two) and around the runs of four and the merge widths
 LENGTHS = [0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 36, 63, 64, 65, 100, 255,
            256, 257, 511, 512, 513, 1000, 4095, 4096, 4097, 6000]
 
@@ -67,10 +67,12 @@ def _crowded(rng, n, per_bucket, bits):
 
 @pytest.mark.parametrize("multiset", [False, True])
 def test_buckets_at_and_past_their_limit(rng, multiset):
-    """Rows whose hashes crowd one bucket with HASH_BUCKET_MAX (8) values, and
-    with one more (the row is then merge-sorted), at every bucket count."""
+    """Rows whose hashes crowd one bucket with 7 to n values, at every bucket
+    count: from a few shifts of the insertion pass to far more than its limit
+    (HASH_SHIFTS_PER_VALUE shifts a value: the row is then merge-sorted from
+    the middle of the pass)."""
     rows = []
-    for n in [17, 32, 33, 64, 65, 128, 300, 512]:
+    for n in [9, 12, 16, 17, 32, 33, 64, 65, 128, 300, 512]:
         bits = max(5, int(np.ceil(np.log2(n))))
         for per_bucket in (7, 8, 9, 16, n):
             rows.append(_crowded(rng, n, min(per_bucket, n), bits))
@@ -82,4 +84,23 @@ def test_buckets_at_and_past_their_limit(rng, multiset):
         rows.append(np.concatenate([np.arange(4, dtype=np.uint64),
                                     np.uint64(2**64 - 1) - np.arange(4, dtype=np.uint64),
                                     rng.integers(0, 2**64, size=n - 8, dtype=np.uint64)]))
+    _check(rows, multiset)
+
+
+@pytest.mark.parametrize("multiset", [False, True])
+def test_frequent_values_among_spread_ones(rng, multiset):
+    """A text's frequent words: a few hashes many times each among spread ones,
+    so that a bucket holds many copies of one value (the insertion pass, not
+    the merge sort), and the copies in the same bucket as other values."""
+    rows = []
+    for n in [9, 16, 17, 20, 36, 64, 65, 200, 512]:
+        for copies in (2, 9, n // 2):
+            frequent = rng.integers(0, 2**64, size=3, dtype=np.uint64)
+            row = rng.integers(0, 2**64, size=n, dtype=np.uint64)
+            row[:copies] = frequent[0]
+            row[copies:min(n, 2 * copies)] = frequent[rng.integers(0, 3)]
+            # a value just below the copies, in their bucket, after them
+            row[-1] = frequent[0] - np.uint64(1) if frequent[0] else np.uint64(1)
+            rng.shuffle(row[:-1])
+            rows.append(row)
     _check(rows, multiset)
