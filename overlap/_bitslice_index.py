@@ -73,7 +73,7 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
     nf = len(fields)
     blk = _bitslice.BLOCK_WORDS
     nw = -(-(-(-n // 64)) // blk) * blk
-    flat_sizes = joined([ts.sizes for ts in fields], np.int64)  # field after field
+    flat_sizes = _index.joined([ts.sizes for ts in fields], np.int64)  # field after field
     # renumber by size: field 0, then the others, then the original index
     # (stable counting sorts, one a field)
     order = _collection.size_order(flat_sizes, nf, n)
@@ -113,22 +113,16 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
         toff.append(toff[-1] + table_keys.shape[0])
         voff += nv
     rptr = np.concatenate(rptrs + [np.array([rbase], dtype=np.int64)])
-    vocab, voff = _vocab.compact_vocabulary(joined(tkeys, np.uint64), joined(tids, np.int64),
+    vocab, voff = _vocab.compact_vocabulary(_index.joined(tkeys, np.uint64),
+                                            _index.joined(tids, np.int64),
                                             np.asarray(toff, dtype=np.int64))
     return _bitslice.BitsliceIndex(
         nf, n, nw, order, rank, zs, wzmin, vocab, voff,
-        joined(bitmap_rows, np.int64),
+        _index.joined(bitmap_rows, np.int64),
         np.ascontiguousarray(rptr, dtype=np.int64),
-        joined(rrefs, np.int32),
+        _index.joined(rrefs, np.int32),
         bits,
     )
-
-
-def joined(parts: list, dtype) -> np.ndarray:
-    """The parts (one a field) end to end, contiguous; one part is not copied."""
-    if len(parts) == 1:
-        return np.ascontiguousarray(parts[0], dtype=dtype)
-    return np.ascontiguousarray(np.concatenate(parts), dtype=dtype)
 
 
 def word_min_sizes(zs: np.ndarray, nw: int) -> np.ndarray:
