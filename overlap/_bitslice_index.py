@@ -84,17 +84,18 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
     zs = zs.ravel()
     tables = _index.vocabularies([ts.hashes for ts in fields], n_threads)
     freqs = [frequent_tokens(df, n, ts.nnz, nw, min_df) for ts, (*_, df) in zip(fields, tables)]
+    # the query side's vocabulary first: the build's hash tables go before
+    # the bitmaps are made
+    vocab, voff = compact_tables(tables)
     # every field's bitmap rows in one array, each field filling its own part
     bits = np.empty(sum(fq.shape[0] for fq in freqs) * nw, dtype=np.uint64)
-    tkeys, tids, toff, bitmap_rows, rptrs, rrefs = [], [], [0], [], [], []
-    voff = 0
+    bitmap_rows, rptrs, rrefs = [], [], []
     row_base = 0
     rbase = 0
     for f, ts in enumerate(fields):
-        vocab, inverse, table_keys, table_ids, df = tables[f]
+        nv, inverse = tables[f]
         tables[f] = None  # the inverse goes once its field is filled
         freq = freqs[f]
-        nv = vocab.shape[0]
         bitmap_row = np.full(nv, -1, dtype=np.int64)
         bitmap_row[freq] = np.arange(freq.shape[0], dtype=np.int64)
         # bitmaps of the frequent tokens, renumbered postings of the rare ones
@@ -108,14 +109,7 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
         rbase += int(rptr[-1])
         bitmap_rows.append(np.where(bitmap_row >= 0, bitmap_row + row_base, -1))
         row_base += freq.shape[0]
-        tkeys.append(table_keys)
-        tids.append(np.where(table_ids >= 0, table_ids + voff, -1))
-        toff.append(toff[-1] + table_keys.shape[0])
-        voff += nv
     rptr = np.concatenate(rptrs + [np.array([rbase], dtype=np.int64)])
-    vocab, voff = _vocab.compact_vocabulary(_index.joined(tkeys, np.uint64),
-                                            _index.joined(tids, np.int64),
-                                            np.asarray(toff, dtype=np.int64))
     return _bitslice.BitsliceIndex(
         nf, n, nw, order, rank, zs, wzmin, vocab, voff,
         _index.joined(bitmap_rows, np.int64),
@@ -123,6 +117,23 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
         _index.joined(rrefs, np.int32),
         bits,
     )
+
+
+def compact_tables(tables: list) -> tuple[np.ndarray, np.ndarray]:
+    """``_vocab.compact_vocabulary`` of the fields' :func:`_index.vocabularies`
+    (ids numbered one field after the other); every item of ``tables`` is
+    replaced by ``(nv, inverse)``, so that the build's hash tables go here."""
+    tkeys, tids, toff = [], [], [0]
+    voff = 0
+    for f, (vocab, inverse, table_keys, table_ids, _) in enumerate(tables):
+        tkeys.append(table_keys)
+        tids.append(np.where(table_ids >= 0, table_ids + voff, -1) if voff else table_ids)
+        toff.append(toff[-1] + table_keys.shape[0])
+        voff += vocab.shape[0]
+        tables[f] = (vocab.shape[0], inverse)
+    return _vocab.compact_vocabulary(_index.joined(tkeys, np.uint64),
+                                     _index.joined(tids, np.int64),
+                                     np.asarray(toff, dtype=np.int64))
 
 
 def word_min_sizes(zs: np.ndarray, nw: int) -> np.ndarray:

@@ -1133,7 +1133,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     res = run(held, threshold, nt, con.progress, con.log, args.measure)
     if again is not None:
         con.log(f"read again: {args.input}")
-        table = again.read(progress=con.byte_progress)
+        _, _, table = again.read(progress=con.byte_progress)
     with outs:
         if in_fmt == "dailydialog":
             kept_units = [u for u, k in zip(units, res.keep.tolist()) if k]

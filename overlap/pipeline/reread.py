@@ -1,8 +1,9 @@
 """A table read from a file, let go while a search runs and read again to be written.
 
 ``overlap dedup`` needs the rows' texts twice: to tokenize them, then to
-write the kept rows.  In between, the self-join's index is built and
-searched, and that is where the command's memory peaks.  A table held in
+write the kept rows (``overlap scan --train``: the train rows, then the
+texts of their matches).  In between, the index is built and searched, and
+that is where the command's memory peaks.  A table held in
 Arrow buffers (:class:`overlap._columns.ArrowColumn`) is therefore let go
 after tokenizing and read again, by the same reader, once the search is
 over: the output is the same bytes, and the texts (about as large as the
@@ -70,13 +71,17 @@ class TableAgain:
         As given to the first read.
     n_rows : int
         Rows the first read gave.
+    **read_args :
+        The first read's other keyword arguments (``turns``, ``max_line_bytes``).
     """
 
-    def __init__(self, stamp: FileStamp, fields: Any, fmt: str | None, n_rows: int) -> None:
+    def __init__(self, stamp: FileStamp, fields: Any, fmt: str | None, n_rows: int,
+                 **read_args: Any) -> None:
         self.stamp = stamp
         self.fields = fields
         self.fmt = fmt
         self.n_rows = n_rows
+        self.read_args = read_args
 
     @staticmethod
     def let_go() -> None:
@@ -84,8 +89,9 @@ class TableAgain:
         caller dropped its last reference to the table)."""
         release_arrow_memory()
 
-    def read(self, progress: ProgressArg = False) -> dict[str, Sequence]:
-        """The whole table again, as the first read gave it.
+    def read(self, progress: ProgressArg = False
+             ) -> tuple[list[str], list[Any], dict[str, Sequence]]:
+        """``(names, columns, table)`` again, as the first read gave them.
 
         Raises
         ------
@@ -93,11 +99,12 @@ class TableAgain:
             The file changed since the stamp, or gave another number of rows.
         """
         self.stamp.check()
-        _, _, table = read_named_columns(self.stamp.path, self.fields, self.fmt,
-                                         progress=progress, arrow=True)
+        names, cols, table = read_named_columns(self.stamp.path, self.fields, self.fmt,
+                                                progress=progress, arrow=True,
+                                                **self.read_args)
         self.stamp.check()
-        n = len(next(iter(table.values()))) if table else 0
+        n = len(cols[0])
         if n != self.n_rows:
             raise ValueError(f"{self.stamp.path}: {n:,} rows read again, {self.n_rows:,} "
                              "the first time; nothing was written")
-        return table
+        return names, cols, table

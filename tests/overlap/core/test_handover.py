@@ -114,10 +114,10 @@ def test_the_fields_go_before_the_postings_are_built(monkeypatch, renumbered):
     alive: list = []
     make = _postings_search.ReferenceIndex
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         gc.collect()
         alive.append([r() is not None for r in hashes])
-        return make(*args)
+        return make(*args, **kwargs)
 
     monkeypatch.setattr(_postings_search, "ReferenceIndex", spy)
     held = Handover(fields)
