@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from . import _index
+from ._fields import Handover
 from ._kernels import _bitslice, _collection, _vocab
 
 #: A token gets a bitmap when its document frequency is at least this ...
@@ -55,16 +56,23 @@ def frequent_tokens(df: np.ndarray, n_refs: int, nnz: int, nw: int,
     return cand[: min(budget, MAX_ROWS, (1 << _bitslice.MAX_PLANES) - 1)]
 
 
-def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.BitsliceIndex:
+def build(fields: tuple | Handover, n_threads: int = 1, min_df: int = MIN_DF
+          ) -> _bitslice.BitsliceIndex:
     """The bit-sliced index of reference ``fields`` (sets, not multisets).
 
     ``min_df``: the smallest document frequency of a bitmap token (see
-    :func:`frequent_tokens`).
+    :func:`frequent_tokens`).  ``fields`` may be a
+    :class:`~overlap._fields.Handover`: the fields' hashes, read only to
+    number the tokens, then go (when the caller kept no reference) before
+    the bitmaps are made (``overlap.search.max_overlap_handed``).
 
     Memory: ``n_rows * nw`` bitmap words (at most ``WORDS_PER_TOKEN`` per stored
     token), one int32 per rare posting entry, and a few int32/int64 per
     reference.  ``n_threads`` threads fill it; the result does not depend on it.
     """
+    handed = isinstance(fields, Handover)
+    if handed:
+        fields = fields.take()
     if fields[0].multiset:
         raise ValueError("the bit-sliced index supports sets only")
     n = len(fields[0])
@@ -84,6 +92,10 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
     zs = zs.ravel()
     tables = _index.vocabularies([ts.hashes for ts in fields], n_threads)
     freqs = [frequent_tokens(df, n, ts.nnz, nw, min_df) for ts, (*_, df) in zip(fields, tables)]
+    # what the rest reads of the fields: their hashes are not needed any more
+    indptrs = [np.ascontiguousarray(ts.indptr, dtype=np.int64) for ts in fields]
+    if handed:
+        del fields
     # the query side's vocabulary first: the build's hash tables go before
     # the bitmaps are made
     vocab, voff = compact_tables(tables)
@@ -92,7 +104,7 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
     bitmap_rows, rptrs, rrefs = [], [], []
     row_base = 0
     rbase = 0
-    for f, ts in enumerate(fields):
+    for f, indptr in enumerate(indptrs):
         nv, inverse = tables[f]
         tables[f] = None  # the inverse goes once its field is filled
         freq = freqs[f]
@@ -100,7 +112,7 @@ def build(fields: tuple, n_threads: int = 1, min_df: int = MIN_DF) -> _bitslice.
         bitmap_row[freq] = np.arange(freq.shape[0], dtype=np.int64)
         # bitmaps of the frequent tokens, renumbered postings of the rare ones
         _, rptr, rref = _bitslice.fill_field(
-            np.ascontiguousarray(ts.indptr, dtype=np.int64), inverse, order, bitmap_row,
+            indptr, inverse, order, bitmap_row,
             freq.shape[0], nw, n_threads,
             bits[row_base * nw:(row_base + freq.shape[0]) * nw])
         del inverse

@@ -497,6 +497,47 @@ def build_index(fields: tuple | Handover, name: str, nt: int, *, as_queries: boo
     return OverlapIndex._build(fields, name, nt, as_queries=as_queries, eager=eager)
 
 
+def max_overlap_handed(queries: tuple, held: Handover, *, measure: str = "dice",
+                       n_threads: int | None = None,
+                       progress: ProgressArg = False) -> MaxOverlapResult:
+    """:func:`max_overlap` (top 1, every score) of checked ``queries`` against a
+    :class:`~overlap._fields.Handover` of checked references.
+
+    Where the cost model picks the bit-sliced kernel (``_dispatch.choose_path``),
+    its index is built from the Handover: the references' hashes, read only
+    to number their tokens, go (when the caller kept no reference, as
+    ``overlap scan --train`` does not) before the bitmaps are made, and that
+    kernel answers, also where no token got a bitmap (the same results; see
+    ``_dispatch.use_bitslice``).  Elsewhere this is :func:`max_overlap`.
+    """
+    rfields = held.take()
+    check_compatible(queries, rfields, "queries", "references")
+    code = check_measure(measure)
+    check_progress(progress)
+    nt = effective_n_threads(n_threads)
+    n = len(queries[0])
+    if _dispatch.choose_path(rfields, n) != "bitslice":
+        return max_overlap(queries, rfields, measure=measure, n_threads=nt, progress=progress)
+    # the checks of OverlapIndex._build and max_overlap, before anything is built
+    r_row, q_row = _index.max_row(rfields), _index.max_row(queries)
+    _check_rows(r_row, len(rfields), "references")
+    _check_rows(q_row, len(queries), "queries", _index.max_mass(queries))
+    build_threads = threads_for(len(rfields[0]), nt, 4096)
+    handed = Handover(rfields)
+    del rfields
+    bx = _bitslice_index.build(handed, build_threads)
+    score = np.zeros((n, 1), dtype=np.float64)
+    index = np.full((n, 1), -1, dtype=np.int64)
+    qcoll = _index.collection(queries)
+    max_row = max(r_row, q_row)
+
+    def run(start: int, stop: int, threads: int) -> None:
+        bx.top_k(qcoll, start, stop, 1, 0.0, False, max_row, threads, score, index, code)
+
+    _run_chunks(run, query_work(queries), nt, progress, "max_overlap")
+    return MaxOverlapResult(score[:, 0], index[:, 0])
+
+
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:
     """Rows the kernels can hold: ``name`` is the argument they came from."""
     if max_mass > MAX_ROW_MASS:

@@ -19,7 +19,8 @@ from .._columns import ArrowColumn, as_list, take, texts_of
 from .._progress import ProgressArg, check_progress, make_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_measure, type_name
-from ..search import max_overlap
+from .._fields import Handover, as_fields
+from ..search import max_overlap, max_overlap_handed
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
@@ -410,6 +411,13 @@ def scan(
                       else f"{n:,} eval against {len(r[0]):,} train samples"))
     if len(r[0]) == 0 or (train is None and n < 2):
         score, index = np.zeros(n), np.full(n, -1, dtype=np.int64)
+    elif train is not None and _arrow:
+        # (the command line) the train token sets are handed over: where the
+        # bit-sliced kernel serves, their hashes go once it numbered the tokens
+        held = Handover(as_fields(r, "train"))
+        del r
+        score, index = max_overlap_handed(as_fields(q, "queries"), held, measure=measure,
+                                          n_threads=nt, progress=progress)
     else:
         score, index = max_overlap(q, None if train is None else r, measure=measure,
                                    n_threads=nt, progress=progress)

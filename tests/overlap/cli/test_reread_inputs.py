@@ -66,12 +66,12 @@ def watch(monkeypatch):
         seen["alive_in_search"].append([r() is not None for r in seen["reads"][0]])
         return search(*args, **kwargs)
 
-    search = scanning.max_overlap
+    search = scanning.max_overlap_handed
     monkeypatch.setattr(tables, "read_named_columns", spy_read)
     monkeypatch.setattr(reread, "read_named_columns", spy_read)
     monkeypatch.setattr(scanning, "read_named_columns", spy_read)
     monkeypatch.setattr(dedup_module, "dedup_fields", spy_run)
-    monkeypatch.setattr(scanning, "max_overlap", spy_search)
+    monkeypatch.setattr(scanning, "max_overlap_handed", spy_search)
     return seen
 
 
@@ -203,7 +203,7 @@ def test_scan_train_is_read_again_with_the_same_output(tmp_path, watch, out_name
 
 def test_scan_train_changed_during_the_search_is_refused(tmp_path, monkeypatch, capsys):
     train, evalf = _write_scan_inputs(tmp_path)
-    search = scanning.max_overlap
+    search = scanning.max_overlap_handed
 
     def changing(*args, **kwargs):
         res = search(*args, **kwargs)
@@ -211,7 +211,7 @@ def test_scan_train_changed_during_the_search_is_refused(tmp_path, monkeypatch, 
             f.write(json.dumps({"id": -1, "text": "late", "label": "a"}) + "\n")
         return res
 
-    monkeypatch.setattr(scanning, "max_overlap", changing)
+    monkeypatch.setattr(scanning, "max_overlap_handed", changing)
     out = tmp_path / "s.jsonl"
     assert main(["scan", str(evalf), "--train", str(train), "--out", str(out), "-q"]) == 2
     assert f"{train}: the file changed while it was processed" in capsys.readouterr().err
