@@ -1132,8 +1132,9 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     run = dedup_first_fields if args.keep == "first" else dedup_fields
     res = run(held, threshold, nt, con.progress, con.log, args.measure)
     if again is not None:
-        con.log(f"read again: {args.input}")
-        _, _, table = again.read(progress=con.byte_progress)
+        # no step of its own: it happens only where pyarrow read the table,
+        # and the step lines are the same with either reader
+        _, _, table = again.read()
     with outs:
         if in_fmt == "dailydialog":
             kept_units = [u for u, k in zip(units, res.keep.tolist()) if k]

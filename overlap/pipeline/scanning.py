@@ -421,9 +421,8 @@ def scan(
     else:
         score, index = max_overlap(q, None if train is None else r, measure=measure,
                                    n_threads=nt, progress=progress)
-    if again is not None:
-        say("read again: train (the matches' texts)")
-        _, rcols, rtable = again.read(progress=read_progress)
+    if again is not None:  # part of the scan step (the same steps with either reader)
+        _, rcols, rtable = again.read()
         rtexts = _texts_of(rcols)
     groups = (summarize_by(score, group_values, by_name, ts)
               if group_values is not None else None)
