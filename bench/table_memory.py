@@ -20,7 +20,8 @@ The files are deleted at the end (``--keep`` keeps them).
 ``--stages`` also prints where the peak is reached: the child probes its
 resident memory when each step of the command starts and ends (reading,
 tokenizing, the index's flat copy of the rows, its vocabularies and
-postings, ``ReferenceIndex``, the join, the passes, the writing), with the
+postings, ``ReferenceIndex``, the join, the passes, reading the file again
+(``overlap.pipeline.reread``), the writing), with the
 peak since the previous probe (the mark is reset at every probe through
 ``/proc/self/clear_refs``, Linux).
 
@@ -117,6 +118,7 @@ STAGES = (
     ("overlap.search", "OverlapIndex._join"),
     ("overlap.search", "OverlapIndex.max_overlap"),
     ("overlap.dedup", "dedup_from_edges"),
+    ("overlap.pipeline.reread", "TableAgain.read"),
     ("overlap.pipeline.tables", "write_table"),
 )
 

@@ -14,6 +14,7 @@ import threading
 import numpy as np
 
 from . import _index
+from ._fields import Handover
 from ._kernels import _bitslice, _collection, _vocab
 from ._query_tokens import QueryTokens, RestrictedRows
 
@@ -56,7 +57,7 @@ def frequent_tokens(df: np.ndarray, n_refs: int, nnz: int, nw: int,
     return cand[: min(budget, MAX_ROWS, (1 << _bitslice.MAX_PLANES) - 1)]
 
 
-def build(fields: tuple, n_threads: int = 1,
+def build(fields: tuple | Handover, n_threads: int = 1,
           min_df: int | None = None) -> _bitslice.BitsliceIndex:
     """The bit-sliced index of reference ``fields`` (sets, not multisets).
 
@@ -65,12 +66,18 @@ def build(fields: tuple, n_threads: int = 1,
 
     ``min_df``: the smallest document frequency of a bitmap token (see
     :func:`frequent_tokens`); default :data:`MIN_DF`, read at the call (tests
-    lower it to give small corpora bitmaps).
+    lower it to give small corpora bitmaps).  ``fields`` may be a
+    :class:`~overlap._fields.Handover`: the fields' hashes, read only to
+    number the tokens, then go (when the caller kept no reference) before
+    the bitmaps are made (``overlap.search.max_overlap_handed``).
 
     Memory: ``n_rows * nw`` bitmap words (at most ``WORDS_PER_TOKEN`` per stored
     token), one int32 per rare posting entry, and a few int32/int64 per
     reference.  ``n_threads`` threads fill it; the result does not depend on it.
     """
+    handed = isinstance(fields, Handover)
+    if handed:
+        fields = fields.take()
     if fields[0].multiset:
         raise ValueError("the bit-sliced index supports sets only")
     if min_df is None:
@@ -81,7 +88,7 @@ def build(fields: tuple, n_threads: int = 1,
     nf = len(fields)
     blk = _bitslice.BLOCK_WORDS
     nw = -(-(-(-n // 64)) // blk) * blk
-    flat_sizes = joined([ts.sizes for ts in fields], np.int64)  # field after field
+    flat_sizes = _index.joined([ts.sizes for ts in fields], np.int64)  # field after field
     # renumber by size: field 0, then the others, then the original index
     # (stable counting sorts, one a field)
     order = _collection.size_order(flat_sizes, nf, n)
@@ -92,22 +99,27 @@ def build(fields: tuple, n_threads: int = 1,
     zs = zs.ravel()
     tables = vocabulary_tables(fields, n_threads)
     freqs = [frequent_tokens(df, n, ts.nnz, nw, min_df) for ts, (*_, df) in zip(fields, tables)]
+    # what the rest reads of the fields: their hashes are not needed any more
+    indptrs = [np.ascontiguousarray(ts.indptr, dtype=np.int64) for ts in fields]
+    if handed:
+        del fields
+    # the query side's vocabulary first: the build's hash tables go before
+    # the bitmaps are made
+    vocab, voff = compact_tables(tables)
     # every field's bitmap rows in one array, each field filling its own part
     bits = np.empty(sum(fq.shape[0] for fq in freqs) * nw, dtype=np.uint64)
-    tkeys, tids, toff, bitmap_rows, rptrs, rrefs = [], [], [0], [], [], []
-    voff = 0
+    bitmap_rows, rptrs, rrefs = [], [], []
     row_base = 0
     rbase = 0
-    for f, ts in enumerate(fields):
-        vocab, inverse, table_keys, table_ids, df = tables[f]
+    for f, indptr in enumerate(indptrs):
+        nv, inverse = tables[f]
         tables[f] = None  # the inverse goes once its field is filled
         freq = freqs[f]
-        nv = vocab.shape[0]
         bitmap_row = np.full(nv, -1, dtype=np.int64)
         bitmap_row[freq] = np.arange(freq.shape[0], dtype=np.int64)
         # bitmaps of the frequent tokens, renumbered postings of the rare ones
         _, rptr, rref = _bitslice.fill_field(
-            np.ascontiguousarray(ts.indptr, dtype=np.int64), inverse, order, bitmap_row,
+            indptr, inverse, order, bitmap_row,
             freq.shape[0], nw, n_threads,
             bits[row_base * nw:(row_base + freq.shape[0]) * nw])
         del inverse
@@ -116,18 +128,12 @@ def build(fields: tuple, n_threads: int = 1,
         rbase += int(rptr[-1])
         bitmap_rows.append(np.where(bitmap_row >= 0, bitmap_row + row_base, -1))
         row_base += freq.shape[0]
-        tkeys.append(table_keys)
-        tids.append(np.where(table_ids >= 0, table_ids + voff, -1))
-        toff.append(toff[-1] + table_keys.shape[0])
-        voff += nv
     rptr = np.concatenate(rptrs + [np.array([rbase], dtype=np.int64)])
-    vocab, voff = _vocab.compact_vocabulary(joined(tkeys, np.uint64), joined(tids, np.int64),
-                                            np.asarray(toff, dtype=np.int64))
     return _bitslice.BitsliceIndex(
         nf, n, nw, order, rank, zs, wzmin, vocab, voff,
-        joined(bitmap_rows, np.int64),
+        _index.joined(bitmap_rows, np.int64),
         np.ascontiguousarray(rptr, dtype=np.int64),
-        joined(rrefs, np.int32),
+        _index.joined(rrefs, np.int32),
         bits,
     )
 
@@ -140,11 +146,21 @@ def vocabulary_tables(fields: tuple, n_threads: int = 1) -> list:
     return _index.vocabularies([ts.hashes for ts in fields], n_threads)
 
 
-def joined(parts: list, dtype) -> np.ndarray:
-    """The parts (one a field) end to end, contiguous; one part is not copied."""
-    if len(parts) == 1:
-        return np.ascontiguousarray(parts[0], dtype=dtype)
-    return np.ascontiguousarray(np.concatenate(parts), dtype=dtype)
+def compact_tables(tables: list) -> tuple[np.ndarray, np.ndarray]:
+    """``_vocab.compact_vocabulary`` of the fields' :func:`_index.vocabularies`
+    (ids numbered one field after the other); every item of ``tables`` is
+    replaced by ``(nv, inverse)``, so that the build's hash tables go here."""
+    tkeys, tids, toff = [], [], [0]
+    voff = 0
+    for f, (vocab, inverse, table_keys, table_ids, _) in enumerate(tables):
+        tkeys.append(table_keys)
+        tids.append(np.where(table_ids >= 0, table_ids + voff, -1) if voff else table_ids)
+        toff.append(toff[-1] + table_keys.shape[0])
+        voff += vocab.shape[0]
+        tables[f] = (vocab.shape[0], inverse)
+    return _vocab.compact_vocabulary(_index.joined(tkeys, np.uint64),
+                                     _index.joined(tids, np.int64),
+                                     np.asarray(toff, dtype=np.int64))
 
 
 def word_min_sizes(zs: np.ndarray, nw: int) -> np.ndarray:

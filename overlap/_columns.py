@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArrowColumn", "as_list", "take", "keep_rows", "texts_of"]
+__all__ = ["ArrowColumn", "as_list", "take", "keep_rows", "texts_of", "release_arrow_memory"]
 
 #: Rows turned into Python values at a time while iterating.
 _ITER_ROWS = 65536
@@ -107,3 +107,18 @@ def keep_rows(col: Sequence, keep: np.ndarray) -> Sequence:
 
         return ArrowColumn(col.arrow.filter(pa.array(np.asarray(keep, dtype=bool))))
     return [v for v, m in zip(col, keep.tolist()) if m]
+
+
+def release_arrow_memory() -> None:
+    """Hand the memory pyarrow's pool holds but no longer uses back to the system.
+
+    pyarrow's allocator keeps freed buffers for reuse by later Arrow
+    allocations; the rest of the package allocates through numpy, so a table
+    let go before a search (``overlap.pipeline.reread``) frees nothing for it
+    until this is called.  Nothing to do where pyarrow was never imported.
+    """
+    import sys
+
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        pa.default_memory_pool().release_unused()

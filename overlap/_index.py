@@ -95,9 +95,14 @@ def reference_index(
 
 
 def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
-                   n_threads: int = 1) -> _postings_search.ReferenceIndex:
+                   n_threads: int = 1, signatures: bool = True
+                   ) -> _postings_search.ReferenceIndex:
     """:func:`reference_index` from the rows as ``coll`` stores them: ``longest``
-    is their longest row (tokens, one field), ``multiset`` whether they are bags."""
+    is their longest row (tokens, one field), ``multiset`` whether they are bags.
+
+    ``signatures=False``: no signature column (``ReferenceIndex``), 8 bytes a
+    stored token less; the same results, found more slowly.
+    """
     n = coll.n_rows
     if n > _INT32_MAX:
         raise ValueError(f"references: at most {_INT32_MAX} rows are supported, got {n}")
@@ -106,19 +111,21 @@ def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
     # the tokens as coll stores them (renumbered or not)
     inverse = np.empty(total, dtype=np.int32)
     # the vocabulary tables hold views of ``inverse``: they go with
-    # _token_tables' frame, and ``inverse`` right after the postings, before
-    # the index makes its own columns (sign_entries: 8 bytes an entry)
+    # _token_tables' frame; the hash tables once compacted (the query side's,
+    # at most half full), before the postings are made; ``inverse`` right
+    # after the postings, before the index makes its own columns
     all_keys, all_ids, toff, pptr, rank = _token_tables(
         vocabularies(stored_hashes(coll), n_threads, inverse))
+    vocab, voff = _vocab.compact_vocabulary(all_keys, all_ids, toff)
+    del all_keys, all_ids
     entries, psuf, pcnt, maxe = _postings.build_postings(
         coll, inverse, rank, pptr, longest if n else 0, n_threads
     )
     del inverse
     return _postings_search.ReferenceIndex(
         coll,
-        all_keys,
-        all_ids,
-        toff,
+        vocab,
+        voff,
         pptr,
         entries,
         psuf,
@@ -127,6 +134,7 @@ def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
         maxe,
         coll.records(n_threads),
         n_threads,
+        signatures=signatures,
     )
 
 
@@ -149,21 +157,29 @@ def _token_tables(tables: list) -> tuple:
                              f"supported over all fields, got {nv_total + nv} or more")
         if nv_total:
             inv += nv_total  # the field's ids follow the previous fields'
+            table_ids = np.where(table_ids >= 0, table_ids + nv_total, -1)
         rank = np.empty(nv, dtype=np.int64)
         rank[count_key_order(df, vocab)] = np.arange(nv)
         ranks.append(rank)
         dfs.append(df)
         tkeys.append(table_keys)
-        tids.append(np.where(table_ids >= 0, table_ids + nv_total, -1))
+        tids.append(table_ids)  # the first field's as they are (-1: an empty slot)
         toff.append(toff[-1] + table_keys.shape[0])
         nv_total += nv
     pptr = np.zeros(nv_total + 1, dtype=np.int64)
     if nv_total:
-        np.cumsum(np.concatenate(dfs), out=pptr[1:])
-    return (np.ascontiguousarray(np.concatenate(tkeys), dtype=np.uint64),
-            np.ascontiguousarray(np.concatenate(tids), dtype=np.int64),
-            np.asarray(toff, dtype=np.int64), pptr,
-            np.ascontiguousarray(np.concatenate(ranks), dtype=np.int64))
+        np.cumsum(joined(dfs, np.int64), out=pptr[1:])
+    # one field's tables are not copied: a copy of a hash table (tens of MB)
+    # would leave its freed pages resident next to the postings built next
+    return (joined(tkeys, np.uint64), joined(tids, np.int64),
+            np.asarray(toff, dtype=np.int64), pptr, joined(ranks, np.int64))
+
+
+def joined(parts: list, dtype) -> np.ndarray:
+    """The parts (one a field) end to end, contiguous; one part is not copied."""
+    if len(parts) == 1:
+        return np.ascontiguousarray(parts[0], dtype=dtype)
+    return np.ascontiguousarray(np.concatenate(parts), dtype=dtype)
 
 
 def max_row(fields: tuple) -> int:

@@ -1061,6 +1061,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     from .pipeline.scanning import tokenize_fields
     from .pipeline.steps import dedup_first_fields
     from ._columns import keep_rows
+    from .pipeline.reread import FileStamp, TableAgain, held_by_arrow
     from .pipeline.tables import infer_format, read_named_columns, write_rows, write_table
     from .search import ratio
     from .tokensets import TokenSets
@@ -1092,6 +1093,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
         outs.file(args.report)
     outs.check()
     con.log(f"read: {args.input}")
+    again: TableAgain | None = None
     if in_fmt == "dailydialog":
         if not os.path.isfile(args.input):
             raise FileNotFoundError(f"{args.input}: no such file")
@@ -1104,12 +1106,20 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
         what = "dialogues"
     else:
         # with pyarrow, the columns of a JSONL or text file stay in Arrow buffers
+        # (taken before the read: a file that changes after it is not read again)
+        stamp = FileStamp(args.input) if os.path.isfile(args.input) else None
         _, cols, table = read_named_columns(args.input, args.fields, in_fmt,
                                             progress=con.byte_progress, arrow=True)
         con.log("tokenize: the fields")
         ts = tokenize_fields(cols, "fields", tokenizer=args.tokenizer, ngram=args.ngram,
                              n_threads=nt, progress=con.progress)
         what = "rows"
+        if stamp is not None and not args.report and held_by_arrow(table):
+            # Arrow columns go during the search and are read again to be
+            # written (the report reads the texts of the removed rows: kept)
+            again = TableAgain(stamp, args.fields, in_fmt, len(ts[0]))
+            del cols, table
+            again.let_go()
     # the index build, the join (with a bar) and the passes each get a step line
     con.log(f"dedup: at threshold {args.threshold:g}{_by_measure(args.measure)}, keep "
             f"{args.keep}: indexing {len(ts[0]):,} {what}")
@@ -1121,6 +1131,10 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     del ts, fields
     run = dedup_first_fields if args.keep == "first" else dedup_fields
     res = run(held, threshold, nt, con.progress, con.log, args.measure)
+    if again is not None:
+        # no step of its own: it happens only where pyarrow read the table,
+        # and the step lines are the same with either reader
+        _, _, table = again.read()
     with outs:
         if in_fmt == "dailydialog":
             kept_units = [u for u, k in zip(units, res.keep.tolist()) if k]

@@ -85,6 +85,11 @@ class JoinResult:
 #: ends at a barrier where OpenMP's idle threads spin: at 0.2 s they cost 15%
 #: more CPU on a loaded machine, at 0.5 s 3% (DailyDialog W top-1).
 CHUNK_SECONDS = 0.5
+#: Whether the index of a handed-over self-join (``overlap dedup``, see
+#: :class:`~overlap._fields.Handover`) keeps the posting entries' signatures
+#: (``ReferenceIndex(signatures=...)``, 8 bytes a stored token).  Without them
+#: the join counts every entry its positional filter passes: the same pairs.
+SELF_JOIN_SIGNATURES = False
 # queries a thread takes at a time in the kernel's query loop (``run_queries``);
 # every call holds at least this many per thread, so a call of heavy rows lasts
 # at least 16 queries' time on one thread (0.1-0.5 s for 300-token rows)
@@ -230,7 +235,10 @@ class OverlapIndex:
             self._self_only = (_index.max_mass(fields), query_work(fields, coll.ids))
             self._fields = None
             del fields
-            self._postings = _index.postings_index(coll, self._max_row, multiset, nt)
+            # no signature column either (SELF_JOIN_SIGNATURES): the largest
+            # array of the postings, less than the join it saves
+            self._postings = _index.postings_index(coll, self._max_row, multiset, nt,
+                                                   SELF_JOIN_SIGNATURES)
             return
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)
@@ -493,6 +501,47 @@ def build_index(fields: tuple | Handover, name: str, nt: int, *, as_queries: boo
     arguments do)."""
     return OverlapIndex._build(fields, name, nt, as_queries=as_queries, eager=eager,
                                only_tokens=only_tokens)
+
+
+def max_overlap_handed(queries: tuple, held: Handover, *, measure: str = "dice",
+                       n_threads: int | None = None,
+                       progress: ProgressArg = False) -> MaxOverlapResult:
+    """:func:`max_overlap` (top 1, every score) of checked ``queries`` against a
+    :class:`~overlap._fields.Handover` of checked references.
+
+    Where the cost model picks the bit-sliced kernel (``_dispatch.choose_path``),
+    its index is built from the Handover: the references' hashes, read only
+    to number their tokens, go (when the caller kept no reference, as
+    ``overlap scan --train`` does not) before the bitmaps are made, and that
+    kernel answers, also where no token got a bitmap (the same results; see
+    ``_dispatch.use_bitslice``).  Elsewhere this is :func:`max_overlap`.
+    """
+    rfields = held.take()
+    check_compatible(queries, rfields, "queries", "references")
+    code = check_measure(measure)
+    check_progress(progress)
+    nt = effective_n_threads(n_threads)
+    n = len(queries[0])
+    if _dispatch.choose_path(rfields, n) != "bitslice":
+        return max_overlap(queries, rfields, measure=measure, n_threads=nt, progress=progress)
+    # the checks of OverlapIndex._build and max_overlap, before anything is built
+    r_row, q_row = _index.max_row(rfields), _index.max_row(queries)
+    _check_rows(r_row, len(rfields), "references")
+    _check_rows(q_row, len(queries), "queries", _index.max_mass(queries))
+    build_threads = threads_for(len(rfields[0]), nt, 4096)
+    handed = Handover(rfields)
+    del rfields
+    bx = _bitslice_index.build(handed, build_threads)
+    score = np.zeros((n, 1), dtype=np.float64)
+    index = np.full((n, 1), -1, dtype=np.int64)
+    qcoll = _index.collection(queries)
+    max_row = max(r_row, q_row)
+
+    def run(start: int, stop: int, threads: int) -> None:
+        bx.top_k(qcoll, start, stop, 1, 0.0, False, max_row, threads, score, index, code)
+
+    _run_chunks(run, query_work(queries), nt, progress, "max_overlap")
+    return MaxOverlapResult(score[:, 0], index[:, 0])
 
 
 def _check_rows(max_row: int, n_fields: int, name: str, max_mass: int = 0) -> None:

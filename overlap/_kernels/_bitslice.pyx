@@ -67,6 +67,7 @@ from overlap._kernels._runner cimport (
 )
 from overlap._kernels._types cimport Coll, VocabSlot, row_id
 from overlap._kernels._vocab cimport vocab_lookup
+from overlap._kernels._vocab import check_vocabulary
 from overlap._kernels._checks cimport check_flat, longest_row
 
 cnp.import_array()
@@ -170,7 +171,7 @@ cdef class BitsliceIndex:
                 or rptr.shape[0] != bitmap_row.shape[0] + 1 or bits.shape[0] % max(nw, 1)):
             raise ValueError("BitsliceIndex: inconsistent array shapes")
         check_tables(n, bits.shape[0] // max(nw, 1), bitmap_row, rptr, rref)
-        check_vocabulary(vocab, voff, bitmap_row.shape[0])
+        check_vocabulary(vocab, voff, bitmap_row.shape[0], "BitsliceIndex")
         codes = token_codes(vocab, bitmap_row, bits.shape[0] // max(nw, 1))
         self._keep = (order, rank, zs, wzmin, codes, voff, bitmap_row, rptr, rref, bits)
         cdef const uint64_t[::1] cv = codes
@@ -331,18 +332,6 @@ def token_codes(vocab, bitmap_row, int64_t n_rows):
     rows = np.asarray(bitmap_row)[np.maximum(ids, 0)]
     ids[:] = np.where(ids < 0, -1, np.where(rows >= 0, rows, n_rows + ids))
     return codes
-
-
-cdef check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V):
-    """ValueError unless every field's table is a power of two of slots whose ids lie in [-1, V)."""
-    cdef int64_t f, size
-    for f in range(voff.shape[0] - 1):
-        size = voff[f + 1] - voff[f]
-        if voff[f] < 0 or size < 0 or (size & (size - 1)) != 0:
-            raise ValueError("BitsliceIndex: a vocabulary table is not a power of two of slots")
-    ids = np.asarray(vocab).view(np.int64)[1::2]
-    if ids.shape[0] and (ids.min() < -1 or ids.max() >= V):
-        raise ValueError("BitsliceIndex: a vocabulary id out of range")
 
 
 cdef check_tables(int64_t n, int64_t n_rows, const int64_t[::1] bitmap_row,

@@ -16,9 +16,8 @@ class ReferenceIndex:
     def __init__(
         self,
         refs: Collection,
-        tkeys: NDArray[np.uint64],
-        tids: NDArray[np.int64],
-        toff: NDArray[np.int64],
+        vocab: NDArray[np.uint64],
+        voff: NDArray[np.int64],
         pptr: NDArray[np.int64],
         entries: NDArray[np.void],
         psuf: NDArray[np.int32],
@@ -27,6 +26,7 @@ class ReferenceIndex:
         maxe: NDArray[np.int32],
         rrec: NDArray[np.int64],
         n_threads: int = 1,
+        signatures: bool = True,
     ) -> None: ...
     def top_k(
         self,

@@ -55,6 +55,7 @@ from overlap._kernels._cpu cimport current_level
 from overlap._kernels._hash cimport fmix64
 from overlap._kernels._limits cimport QUERY_TOKEN_BITS, COUNT_BITS
 from overlap._kernels._postings cimport sign_entries
+from overlap._kernels._postings import ENTRY_DTYPE as _ENTRY_DTYPE
 from overlap._kernels._postings import group_records, size_groups, token_info
 from overlap._kernels._query cimport Query, Task, running_cut
 from overlap._kernels._runner cimport (
@@ -73,7 +74,7 @@ from overlap._kernels._types cimport (
     Coll, Entry, Group, Index, TokenInfo, VocabSlot, overlap_prefetch, row_id,
 )
 from overlap._kernels._vocab cimport vocab_lookup
-from overlap._kernels._vocab import compact_vocabulary
+from overlap._kernels._vocab import check_vocabulary
 from overlap._kernels._walk cimport (
     SigFilter, Walk, sig_admits, walk_next, walk_open_group,
     walk_start, window_entries, window_range,
@@ -114,11 +115,17 @@ cdef class ReferenceIndex:
     cdef readonly Collection refs
     cdef readonly object last_stats
 
-    def __init__(self, Collection refs, const uint64_t[::1] tkeys, const int64_t[::1] tids,
-                 const int64_t[::1] toff, const int64_t[::1] pptr, entries,
+    def __init__(self, Collection refs, vocab, voff, const int64_t[::1] pptr, entries,
                  const int32_t[::1] psuf, const uint32_t[::1] pcnt,
                  const int64_t[::1] rank, const int32_t[::1] maxe, const int64_t[::1] rrec,
-                 int n_threads=1):
+                 int n_threads=1, bint signatures=True):
+        """``vocab``/``voff``: every field's vocabulary table
+        (``_vocab.compact_vocabulary``), kept as the query side's lookup.
+
+        ``signatures=False`` keeps no signature column (8 bytes an entry
+        less): the scans then count every entry the positional filter passes,
+        with the same results (the signature test only skips entries that
+        cannot reach the running threshold)."""
         self.refs = refs
         self._lock = threading.Lock()
         self._ref_column = None
@@ -128,8 +135,12 @@ cdef class ReferenceIndex:
         self.x.fpi = NULL
         self.x.nfp = 0
         # the entries' signatures are made here (sign_entries), which also
-        # checks the dtype and every reference id
-        psig = sign_entries(refs, entries, n_threads)
+        # checks the dtype and every reference id (check_entry_refs without them)
+        if signatures:
+            psig = sign_entries(refs, entries, n_threads)
+        else:
+            check_entry_refs(refs, entries)
+            psig = np.zeros(0, dtype=np.uint64)
         cdef const uint64_t[::1] sv = psig
         cdef int64_t m = entries.shape[0]
         if m and (refs.c.n < 1 or refs.c.F < 1 or refs.c.F > _limits.MAX_FIELDS):
@@ -145,9 +156,9 @@ cdef class ReferenceIndex:
         self._keep = (entries, psuf, pcnt, rrec)
         self._psig = psig
         self.x.ent = <const Entry*>cnp.PyArray_DATA(entries) if m else NULL
-        self.x.psig = &sv[0] if m else NULL
+        self.x.psig = &sv[0] if sv.shape[0] else NULL
         self.x.psuf = &psuf[0] if psuf.shape[0] else NULL
-        self.x.has_sig = m > 0
+        self.x.has_sig = sv.shape[0] > 0
         self.x.sig_bits = 64 // (refs.c.F if refs.c.F > 0 else 1)
         self.x.rrec = &rrec[0] if rrec.shape[0] else NULL
         self.x.pcnt = (&pcnt[0] if pcnt.shape[0] else NULL) if refs.c.c != NULL else NULL
@@ -155,10 +166,12 @@ cdef class ReferenceIndex:
         grp = group_records(gsize, gstart, psuf)
         self.groups = (gptr, grp["size"], grp["start"], grp["top"])
         self.x.grp = <const Group*>cnp.PyArray_DATA(grp) if grp.shape[0] else NULL
-        vocab, voff = compact_vocabulary(tkeys, tids, toff)
-        tinfo = token_info(pptr, rank, maxe, gptr, gsize)
         cdef const uint64_t[::1] vv = vocab
         cdef const int64_t[::1] vo = voff
+        if vo.shape[0] != refs.c.F + 1 or vv.shape[0] != 2 * vo[refs.c.F]:
+            raise ValueError("overlap index: vocabulary tables of the wrong shape")
+        check_vocabulary(vocab, voff, pptr.shape[0] - 1, "overlap index")
+        tinfo = token_info(pptr, rank, maxe, gptr, gsize)
         cdef const uint8_t[::1] tv = tinfo
         self._tables = (vocab, voff, tinfo, grp)
         self.x.vocab = <const VocabSlot*>&vv[0]
@@ -225,7 +238,8 @@ cdef class ReferenceIndex:
 
     @property
     def entry_signatures(self):
-        """The row signature (row_sig64) of every posting entry's reference."""
+        """The row signature (row_sig64) of every posting entry's reference
+        (empty for an index made with ``signatures=False``)."""
         return self._psig.copy()
 
     def top_k(self, Collection queries, int64_t start, int64_t stop, int k, double min_score,
@@ -294,6 +308,25 @@ cdef class ReferenceIndex:
             return gather_pairs(bufs, n_buffers, "overlap join")
         finally:
             free_pairs(bufs, n_buffers)
+
+
+cdef check_entry_refs(Collection refs, entries):
+    """ValueError unless ``entries`` is a contiguous ENTRY_DTYPE array (as
+    ``sign_entries`` checks) whose every reference id is a row of ``refs``."""
+    cdef const Entry* e
+    cdef int64_t i, m, n = refs.c.n, bad = 0
+    if (not isinstance(entries, np.ndarray) or entries.dtype != _ENTRY_DTYPE
+            or entries.ndim != 1 or not entries.flags.c_contiguous):
+        raise ValueError("overlap index: the entries must be a contiguous ENTRY_DTYPE array")
+    m = entries.shape[0]
+    if m == 0:
+        return
+    e = <const Entry*>cnp.PyArray_DATA(entries)
+    with nogil:
+        for i in range(m):
+            bad += e[i].ref < 0 or e[i].ref >= n
+    if bad:
+        raise ValueError("overlap index: a posting names a reference out of range")
 
 
 # ---------------------------------------------------------------- one query, in phases
@@ -774,7 +807,8 @@ cdef inline void prefetch_next_walks(const Task* T, const Query* u, const Scratc
         if step == 2:
             overlap_prefetch(&X.grp[g])
         elif X.grp[g].size >= lo:
-            overlap_prefetch(&X.psig[X.grp[g].start])
+            if X.has_sig:
+                overlap_prefetch(&X.psig[X.grp[g].start])
             overlap_prefetch(&X.psuf[X.grp[g].start])
 
 

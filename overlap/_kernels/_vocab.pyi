@@ -1,6 +1,10 @@
 import numpy as np
 from numpy.typing import NDArray
 
+def check_vocabulary(
+    vocab: NDArray[np.uint64], voff: NDArray[np.int64], V: int, who: str
+) -> None: ...
+
 def compact_vocabulary(
     tkeys: NDArray[np.uint64], tids: NDArray[np.int64], toff: NDArray[np.int64]
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64]]: ...

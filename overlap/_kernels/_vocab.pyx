@@ -340,6 +340,20 @@ def count_key_order(const int64_t[::1] counts, const uint64_t[::1] keys):
 
 
 
+def check_vocabulary(const uint64_t[::1] vocab, const int64_t[::1] voff, int64_t V, str who):
+    """ValueError (its message starting with ``who``) unless every field's
+    table of ``vocab``/``voff`` (compact_vocabulary) is a power of two of
+    slots whose ids lie in [-1, V)."""
+    cdef int64_t f, size
+    for f in range(voff.shape[0] - 1):
+        size = voff[f + 1] - voff[f]
+        if voff[f] < 0 or size < 0 or (size & (size - 1)) != 0:
+            raise ValueError(f"{who}: a vocabulary table is not a power of two of slots")
+    ids = np.asarray(vocab).view(np.int64)[1::2]
+    if ids.shape[0] and (ids.min() < -1 or ids.max() >= V):
+        raise ValueError(f"{who}: a vocabulary id out of range")
+
+
 def compact_vocabulary(const uint64_t[::1] tkeys, const int64_t[::1] tids,
                        const int64_t[::1] toff):
     """Rebuild every field's hash table at most half full, key and id side by side.

@@ -154,7 +154,8 @@ cdef inline void walk_start(Walk* w, const Index* X, int64_t vid, int64_t q, int
             e = gr.top if gr.top < rest else rest
             if may_reach(m, e, q, gr.size, cut):
                 overlap_prefetch(&X.psuf[gr.start])
-                overlap_prefetch(&X.psig[gr.start])
+                if X.has_sig:
+                    overlap_prefetch(&X.psig[gr.start])
             g += 1
     else:
         w.p = ti.start
@@ -199,7 +200,7 @@ cdef inline void prefetch_group(const Index* X, int64_t g, int64_t end) noexcept
         overlap_prefetch(&X.psuf[p])
         p += 16
     p = a
-    while p < end:
+    while X.has_sig and p < end:
         overlap_prefetch(&X.psig[p])
         p += 8
 

@@ -19,10 +19,12 @@ from .._columns import ArrowColumn, as_list, take, texts_of
 from .._progress import ProgressArg, check_progress, make_progress
 from .._threads import effective_n_threads
 from .._validation import check_int, check_measure, type_name
-from ..search import max_overlap
+from .._fields import Handover, as_fields
+from ..search import max_overlap, max_overlap_handed
 from ..tokensets import Tokenizer, TokenSets
 from .dialogue import Samples
 from .report import AT, GroupedSummary, OverlapSummary, parse_thresholds, summarize, summarize_by
+from .reread import FileStamp, TableAgain, held_by_arrow
 from .tables import read_named_columns, row_labels
 
 #: Default tokenizer of the pipeline and the command line: ``"wordpunct"`` on
@@ -359,6 +361,10 @@ def scan(
     nt = effective_n_threads(n_threads)
     say("read: " + ("eval" if train is None else "train and eval"))
     rlabels = None
+    # (the command line) a train file's Arrow columns go during the search
+    # and are read again for the matches' texts: taken before the first read
+    rstamp = (FileStamp(train) if _arrow and isinstance(train, (str, os.PathLike))
+              and os.path.isfile(train) else None)
     if train is not None:
         rcols, rtable, rnames, rlabels = _read_source(train, "train", fields, fmt, turns,
                                                       max_line_bytes, read_progress, _arrow)
@@ -392,6 +398,12 @@ def scan(
         if len(q) != len(r):
             raise ValueError(f"queries has {len(q)} field(s) but train has {len(r)}; "
                              "they must have the same fields")
+    again = None
+    if rstamp is not None and rtable is not None and held_by_arrow(rtable):
+        again = TableAgain(rstamp, fields, fmt, len(r[0]), turns=turns,
+                           max_line_bytes=max_line_bytes)
+        del rcols, rtable, rtexts
+        again.let_go()
     n = len(q[0])
     if group_values is not None and len(group_values) != n:
         raise ValueError(f"by has {len(group_values)} values but there are {n} eval samples")
@@ -399,9 +411,19 @@ def scan(
                       else f"{n:,} eval against {len(r[0]):,} train samples"))
     if len(r[0]) == 0 or (train is None and n < 2):
         score, index = np.zeros(n), np.full(n, -1, dtype=np.int64)
+    elif train is not None and _arrow:
+        # (the command line) the train token sets are handed over: where the
+        # bit-sliced kernel serves, their hashes go once it numbered the tokens
+        held = Handover(as_fields(r, "train"))
+        del r
+        score, index = max_overlap_handed(as_fields(q, "queries"), held, measure=measure,
+                                          n_threads=nt, progress=progress)
     else:
         score, index = max_overlap(q, None if train is None else r, measure=measure,
                                    n_threads=nt, progress=progress)
+    if again is not None:  # part of the scan step (the same steps with either reader)
+        _, rcols, rtable = again.read()
+        rtexts = _texts_of(rcols)
     groups = (summarize_by(score, group_values, by_name, ts)
               if group_values is not None else None)
     return ScanResult(score, index, summarize(score, ts), groups, names, texts, rtexts,

@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap import _index, dedup
+from overlap import _dispatch, _index, dedup, max_overlap
 from overlap._fields import Handover
-from overlap._kernels import _postings_search
+from overlap._kernels import _bitslice, _postings_search
 from overlap.cli import main
 from overlap.dedup import dedup_fields, self_join_edges
 from overlap.pipeline.steps import dedup_first, dedup_first_fields
-from overlap.search import build_index
+from overlap.search import build_index, max_overlap_handed
 from reference import overlap as ref
 from reference.helpers import build, ref_units
 
@@ -93,6 +93,19 @@ def test_a_handed_over_renumbered_index_answers_only_its_self_join(renumbered):
         index.join(fields, threshold=0.5)
 
 
+def test_a_handed_over_renumbered_index_keeps_no_signatures(renumbered):
+    """The self-join of a Handover keeps no signature column (``SELF_JOIN_SIGNATURES``;
+    the join is the definition's all the same, see above); an index over the
+    caller's arrays keeps one, 8 bytes a stored token."""
+    fields = tuple(build(_columns(np.random.default_rng(6), 40, 2), False))
+    nnz = sum(ts.nnz for ts in fields)
+    handed = build_index(Handover(fields), "units", 1, as_queries=True)
+    kept = build_index(fields, "units", 1, as_queries=True)
+    assert kept._index.entry_signatures.shape == (nnz,)
+    assert handed._index.entry_signatures.shape == ((0,) if renumbered else (nnz,))
+    assert np.array_equal(handed._index.entries, kept._index.entries)
+
+
 def test_the_fields_go_before_the_postings_are_built(monkeypatch, renumbered):
     """The handed-over hashes are freed before ReferenceIndex is made (renumbered
     only: otherwise the index's collection is the caller's arrays)."""
@@ -101,10 +114,10 @@ def test_the_fields_go_before_the_postings_are_built(monkeypatch, renumbered):
     alive: list = []
     make = _postings_search.ReferenceIndex
 
-    def spy(*args):
+    def spy(*args, **kwargs):
         gc.collect()
         alive.append([r() is not None for r in hashes])
-        return make(*args)
+        return make(*args, **kwargs)
 
     monkeypatch.setattr(_postings_search, "ReferenceIndex", spy)
     held = Handover(fields)
@@ -159,3 +172,52 @@ def test_overlap_dedup_output_is_the_same_handed_over(tmp_path, monkeypatch, kee
     assert outs[:len(outs) // 2] == outs[len(outs) // 2:]
     kept = [json.loads(line)["text"] for line in outs[0].decode().splitlines()]
     assert 0 < len(kept) < len(texts)
+
+
+@given(q=rows_st, r=rows_st, multiset=st.booleans(), two=st.booleans(),
+       path=st.sampled_from([None, "bitslice", "postings"]),
+       measure=st.sampled_from(["dice", "jaccard", "containment"]))
+@settings(max_examples=60, deadline=None)
+def test_max_overlap_of_a_handover_is_the_definition(q, r, multiset, two, path, measure):
+    """``max_overlap_handed`` (``overlap scan --train``): the best match of every
+    query, as the definition has it, on either kernel (the bit-sliced one
+    built from the Handover) and any thread count."""
+    qcols, rcols = ([q, q[::-1]], [r, r[::-1]]) if two else ([q], [r])
+    want = ref.max_overlap(ref_units(qcols, multiset), ref_units(rcols, multiset), 1, 0.0,
+                           measure)
+    saved = _dispatch.FORCE_PATH
+    try:
+        _dispatch.FORCE_PATH = path
+        for nt in (1, 2):
+            got = max_overlap_handed(tuple(build(qcols, multiset)),
+                                     Handover(tuple(build(rcols, multiset))),
+                                     measure=measure, n_threads=nt)
+            assert got.score.tolist() == [w[0][0] for w in want]
+            assert got.index.tolist() == [w[0][1] for w in want]
+    finally:
+        _dispatch.FORCE_PATH = saved
+
+
+def test_handed_references_go_before_the_bitmaps(monkeypatch):
+    """Where the bit-sliced kernel serves, the handed-over hashes are freed once
+    the tokens are numbered, before any bitmap is filled (weak references)."""
+    rng = np.random.default_rng(11)
+    rcols, qcols = _columns(rng, 300, 2), _columns(rng, 20, 2)
+    fields = tuple(build(rcols, False))
+    hashes = [weakref.ref(ts.hashes) for ts in fields]
+    alive: list = []
+    fill = _bitslice.fill_field
+
+    def spy(*args, **kwargs):
+        gc.collect()
+        alive.append([h() is not None for h in hashes])
+        return fill(*args, **kwargs)
+
+    monkeypatch.setattr(_bitslice, "fill_field", spy)
+    monkeypatch.setattr(_dispatch, "FORCE_PATH", "bitslice")
+    held = Handover(fields)
+    del fields
+    got = max_overlap_handed(tuple(build(qcols, False)), held, n_threads=2)
+    assert alive == [[False, False]] * 2  # one fill a field
+    want = max_overlap(build(qcols, False), build(rcols, False))
+    assert np.array_equal(got.score, want.score) and np.array_equal(got.index, want.index)

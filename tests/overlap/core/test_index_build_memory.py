@@ -46,11 +46,11 @@ def watched(monkeypatch):
         seen["tables"] += [weakref.ref(tkeys), weakref.ref(tids)]
         return keys, inv, tkeys, tids, df
 
-    def spy_index(*args):
+    def spy_index(*args, **kwargs):
         gc.collect()  # only reference counts may keep them: no cycles hold them
         seen["alive_at_index"].append([r() is not None for r in seen["inverse"]]
                                       + [r() is not None for r in seen["tables"]])
-        return reference_index(*args)
+        return reference_index(*args, **kwargs)
 
     monkeypatch.setattr(_postings, "build_postings", spy_build)
     monkeypatch.setattr(_vocab, "vocab_table", spy_vocab)

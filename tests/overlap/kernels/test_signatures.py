@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 from reference import overlap as ref
 from reference.levels import POPCOUNT_LEVELS, popcount_level
-from overlap import OverlapIndex, TokenSets, max_overlap, overlap_join
-from overlap._kernels import _postings
+from overlap import OverlapIndex, TokenSets, _dispatch, max_overlap, overlap_join
+from overlap._kernels import _postings, _postings_search
 from overlap._index import collection
 
 THRESHOLDS = [1e-9, 0.3, 0.5, 2 / 3, 0.8, 0.9, float(np.nextafter(1.0, 0.0)), 1.0]
@@ -154,9 +154,11 @@ def test_top_k_with_saturated_signatures(data, n_fields, multiset, top_k, min_sc
         np.testing.assert_array_equal(res.index.reshape(-1, top_k), wi)
 
 
+@pytest.mark.parametrize("signatures", [True, False])
 @pytest.mark.parametrize("corrupt", ["ref out of range", "wrong dtype", "not contiguous"])
-def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt):
-    """ReferenceIndex signs the built entries (a column of its own) and checks them first."""
+def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt, signatures):
+    """ReferenceIndex signs the built entries (a column of its own) and checks them
+    first; without signatures (``signatures=False``) it checks them all the same."""
     from overlap import _index
 
     ts = TokenSets.from_ids([[1, 2, 3], [2, 3], [3, 4, 5]])
@@ -174,4 +176,42 @@ def test_index_refuses_entries_it_cannot_sign(monkeypatch, corrupt):
 
     monkeypatch.setattr(_postings, "build_postings", broken)
     with pytest.raises(ValueError, match="out of range|ENTRY_DTYPE"):
-        _index.reference_index((ts,), collection((ts,)), 1)
+        _index.postings_index(collection((ts,)), 3, False, 1, signatures)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.integers(1, 8), st.booleans(), st.sampled_from(THRESHOLDS),
+       st.integers(1, 3), st.sampled_from([0.0, 0.5, 0.8]))
+def test_an_index_without_signatures_is_the_definition(data, n_fields, multiset, threshold,
+                                                       top_k, min_score):
+    """``ReferenceIndex(signatures=False)`` (the handed-over self-join's, see
+    test_handover.py) keeps no signature column; joins and top-k are the
+    definition's, on any thread count."""
+    a = data.draw(corpora(n_fields, 20, 45))
+    b = data.draw(corpora(n_fields, 5, 30))
+    want = ref.join(units(b, multiset), units(a, multiset), threshold)
+    want_self = ref.join(units(a, multiset), None, threshold)
+    best = ref.max_overlap(units(b, multiset), units(a, multiset), top_k, min_score)
+    ws = np.array([[s for s, _ in w] for w in best], dtype=float).reshape(-1, top_k)
+    wi = np.array([[j for _, j in w] for w in best], dtype=np.int64).reshape(-1, top_k)
+    made: list = []
+    real = _postings_search.ReferenceIndex
+
+    def unsigned(*args, **kwargs):
+        made.append(real(*args, **{**kwargs, "signatures": False}))
+        return made[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_postings_search, "ReferenceIndex", unsigned)
+        mp.setattr(_dispatch, "FORCE_PATH", "postings")
+        for nt in (1, 2):
+            assert triples(overlap_join(build(b, multiset), build(a, multiset),
+                                        threshold=threshold, n_threads=nt)) == want
+            assert triples(overlap_join(build(a, multiset), threshold=threshold,
+                                        n_threads=nt)) == want_self
+            res = max_overlap(build(b, multiset), build(a, multiset), top_k=top_k,
+                              min_score=min_score, n_threads=nt)
+            np.testing.assert_array_equal(res.score.reshape(-1, top_k), ws)
+            np.testing.assert_array_equal(res.index.reshape(-1, top_k), wi)
+    assert len(made) == 6
+    assert all(x.entry_signatures.shape == (0,) for x in made)
