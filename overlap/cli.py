@@ -1127,7 +1127,7 @@ def cmd_dedup(args: argparse.Namespace, con: Console) -> int:
     # are handed over, and freed once the index holds its own copy of them
     fields = as_fields(ts, "fields")
     report_ts = ts if args.report else ()
-    held = fields if args.report else Handover(fields)
+    held = fields if args.report else Handover(fields, lean=True)
     del ts, fields
     run = dedup_first_fields if args.keep == "first" else dedup_fields
     res = run(held, threshold, nt, con.progress, con.log, args.measure)

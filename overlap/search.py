@@ -85,11 +85,6 @@ class JoinResult:
 #: ends at a barrier where OpenMP's idle threads spin: at 0.2 s they cost 15%
 #: more CPU on a loaded machine, at 0.5 s 3% (DailyDialog W top-1).
 CHUNK_SECONDS = 0.5
-#: Whether the index of a handed-over self-join (``overlap dedup``, see
-#: :class:`~overlap._fields.Handover`) keeps the posting entries' signatures
-#: (``ReferenceIndex(signatures=...)``, 8 bytes a stored token).  Without them
-#: the join counts every entry its positional filter passes: the same pairs.
-SELF_JOIN_SIGNATURES = False
 # queries a thread takes at a time in the kernel's query loop (``run_queries``);
 # every call holds at least this many per thread, so a call of heavy rows lasts
 # at least 16 queries' time on one thread (0.1-0.5 s for 300-token rows)
@@ -203,11 +198,11 @@ class OverlapIndex:
 
     def _init(self, fields: tuple | Handover, name: str, nt: int, as_queries: bool = False,
               eager: bool = True, only_tokens: QueryTokens | None = None) -> None:
-        handed = False
+        handed = lean = False
         if isinstance(fields, Handover):
             if not (as_queries and eager):
                 raise ValueError("OverlapIndex: handed-over fields are for a self-join")
-            fields, handed = fields.take(), True
+            fields, handed, lean = fields.take(), True, fields.lean
         self._fields: tuple | None = fields
         self._n_rows = len(fields[0])
         self._n_fields = len(fields)
@@ -235,10 +230,12 @@ class OverlapIndex:
             self._self_only = (_index.max_mass(fields), query_work(fields, coll.ids))
             self._fields = None
             del fields
-            # no signature column either (SELF_JOIN_SIGNATURES): the largest
-            # array of the postings, less than the join it saves
+            # a lean handover (``overlap dedup``) keeps no signature column
+            # either: the largest array of the postings, for a slower join
+            # (without them the join counts every entry its positional filter
+            # passes: the same pairs)
             self._postings = _index.postings_index(coll, self._max_row, multiset, nt,
-                                                   SELF_JOIN_SIGNATURES)
+                                                   not lean)
             return
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)

@@ -93,16 +93,20 @@ def test_a_handed_over_renumbered_index_answers_only_its_self_join(renumbered):
         index.join(fields, threshold=0.5)
 
 
-def test_a_handed_over_renumbered_index_keeps_no_signatures(renumbered):
-    """The self-join of a Handover keeps no signature column (``SELF_JOIN_SIGNATURES``;
-    the join is the definition's all the same, see above); an index over the
-    caller's arrays keeps one, 8 bytes a stored token."""
+def test_a_lean_handed_over_renumbered_index_keeps_no_signatures(renumbered):
+    """The self-join of a lean Handover (``overlap dedup``) keeps no signature
+    column (the join is the definition's all the same, see above); a plain
+    Handover (``overlap.dedup``) and an index over the caller's arrays keep
+    one, 8 bytes a stored token."""
     fields = tuple(build(_columns(np.random.default_rng(6), 40, 2), False))
     nnz = sum(ts.nnz for ts in fields)
+    lean = build_index(Handover(fields, lean=True), "units", 1, as_queries=True)
     handed = build_index(Handover(fields), "units", 1, as_queries=True)
     kept = build_index(fields, "units", 1, as_queries=True)
     assert kept._index.entry_signatures.shape == (nnz,)
-    assert handed._index.entry_signatures.shape == ((0,) if renumbered else (nnz,))
+    assert handed._index.entry_signatures.shape == (nnz,)
+    assert lean._index.entry_signatures.shape == ((0,) if renumbered else (nnz,))
+    assert np.array_equal(lean._index.entries, kept._index.entries)
     assert np.array_equal(handed._index.entries, kept._index.entries)
 
 
