@@ -185,7 +185,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if before and block.startswith(BOM):
+    if _bom_inside(block, before):
         return None  # Python refuses a BOM inside the file
     if not valid_utf8(block):
         return None
@@ -209,6 +209,15 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     return cols
 
 
+def _bom_inside(block: bytes, before: int) -> bool:
+    """Whether a line of ``block`` other than the file's first starts with a BOM.
+
+    Python's reader refuses it; pyarrow takes a BOM at the start of the
+    piece it parses (a block in pieces puts a line there), so the block goes
+    to the stdlib reader and its error."""
+    return (bool(before) and block.startswith(BOM)) or block.find(b"\n" + BOM) >= 0
+
+
 def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
     """pyarrow's JSON reader on ``block`` in pieces (:func:`piece_sizes`), or
     None when it refuses the block.  pyarrow takes a line that spans two
@@ -224,7 +233,7 @@ def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
 
     for size in piece_sizes(len(block)) if pieces else [len(block) + 1]:
         try:
-            return pj.read_json(arrow_reader(block),
+            return pj.read_json(arrow_reader(block, reuse=True),
                                 read_options=pj.ReadOptions(use_threads=True, block_size=size),
                                 parse_options=parse_options)
         except (pa.ArrowException, ValueError):
@@ -412,7 +421,7 @@ def _jsonl_table_block(block: bytes, before: int, fields) -> dict | None:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    if before and block.startswith(BOM):
+    if _bom_inside(block, before):
         return None
     if not valid_utf8(block):
         return None

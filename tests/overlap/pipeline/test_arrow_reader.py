@@ -140,7 +140,9 @@ def test_arrow_reader_gives_arrow_columns_without_python_strings(tmp_path):
 
 def test_a_chunk_holds_the_parsed_arrays_not_a_copy(tmp_path, monkeypatch):
     """A chunk spanning several blocks is a ChunkedArray over the blocks' own
-    arrays (no concatenation), and the rows are the file's, in order."""
+    arrays (no concatenation), and the rows are the file's, in order: also
+    once the blocks after them were copied into the same reused input buffer
+    (``arrow_reader(reuse=True)``), so no array is a view of it."""
     import overlap._batches as batches
     monkeypatch.setattr(batches, "BLOCK_BYTES", 4096)
     path = str(tmp_path / "a.jsonl")
@@ -333,8 +335,8 @@ def test_threaded_readers_get_only_copies(tmp_path, monkeypatch):
     made, given = [], []
     real = _line_blocks.arrow_reader
 
-    def spy(block):
-        made.append(real(block))
+    def spy(block, **kw):
+        made.append(real(block, **kw))
         return made[-1]
 
     for mod in (_batches, _arrow_csv):
@@ -368,3 +370,27 @@ def test_inferred_types_are_read_from_one_piece(tmp_path, monkeypatch):
     got = table_outcome(path, "arrow", None)
     assert got == table_outcome(path, "python", None)
     assert got[0] == ("ok", {"text": ["", 3]})
+
+
+def test_the_reused_input_buffer_holds_each_block_in_turn():
+    from overlap._line_blocks import arrow_reader
+    first = arrow_reader(b"abcdef", reuse=True).read()
+    again = arrow_reader(b"xy", reuse=True)
+    assert first == b"abcdef" and again.read() == b"xy"
+    assert arrow_reader(b"", reuse=True).read() == b""
+    assert arrow_reader(b"12345678" * 1000, reuse=True).read() == b"12345678" * 1000
+
+
+@pytest.mark.parametrize("pieces", [1, 2, 3])
+def test_a_bom_starting_a_later_line_is_refused_in_every_piece_layout(tmp_path, monkeypatch,
+                                                                      pieces):
+    """pyarrow takes a BOM at the start of the piece it parses; a block cut in
+    pieces can put a line that starts with one there: it is still refused,
+    with the stdlib reader's error (found by the hypothesis test above)."""
+    monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
+    monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
+    path = str(tmp_path / "f.jsonl")
+    write_file(path, b'{"text": "plain words", "id": 1}\n'
+                     b'\xef\xbb\xbf{"text": "BOM inside the file"}\n')
+    got = same_outcome(path, ["text"], 1024, chunk_rows=1)
+    assert got[0] == "error" and "f.jsonl:2: invalid JSON: Unexpected UTF-8 BOM" in got[1]
