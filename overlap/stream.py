@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ._allocator import settle
 from ._fields import as_fields, check_compatible
 from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
@@ -451,6 +452,7 @@ def scan_stream(
     StreamScanResult
     """
     t0 = time.perf_counter()
+    settle()  # the allocator's steady state from the first chunk (overlap._allocator)
     fields, ev = check_scan_args(eval_columns, fields, ngram=ngram, chunk_rows=chunk_rows,
                                  top_k=top_k, min_score=min_score, index=index,
                                  measure=measure)
