@@ -424,12 +424,7 @@ def test_a_bad_chunk_from_the_caller_is_refused_with_prefetching(tmp_path):
 def test_the_search_takes_one_kernel_thread_less_while_prefetching(monkeypatch):
     from overlap import stream
 
-    from overlap._threads import effective_n_threads
-
-    # n_threads is capped at the cores there are; the search takes one less
-    for n in (1, 2, 4, 16):
-        assert stream.search_threads(n) == max(1, effective_n_threads(n) - 1)
-    assert stream.search_threads(1) == 1
+    assert [stream.search_threads(n) for n in (1, 2, 4, 16)] == [1, 1, 3, 15]
     seen = []
     real = stream.StreamMerger.__init__
 
@@ -441,6 +436,6 @@ def test_the_search_takes_one_kernel_thread_less_while_prefetching(monkeypatch):
     chunk = stream.Chunk({"text": ["a b", "c"]}, 0, "mem", 0, 0)
     a = scan_stream(EVAL, [chunk], n_threads=4, prefetch=True)
     b = scan_stream(EVAL, [chunk], n_threads=4, prefetch=False)
-    assert seen == [stream.search_threads(4), 4]
+    assert seen == [3, 4]
     np.testing.assert_array_equal(a.score, b.score)
     np.testing.assert_array_equal(a.index, b.index)
