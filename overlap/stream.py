@@ -441,10 +441,9 @@ def scan_stream(
         kernels run without the GIL).  Memory: two chunks (the one searched
         and the one being read) instead of one.  The result is the same
         either way.  Default: on with :data:`PREFETCH_MIN_THREADS` kernel
-        threads or more (docs/streaming.md has the figures).  One thread
-        reads chunk ``i + 2`` while another tokenizes chunk ``i + 1`` (with
-        ``n_threads`` kernel threads) and the search of chunk ``i`` runs on
-        :func:`search_threads` (``n_threads - 1``).
+        threads or more (on two cores: 2.49-2.71 against 2.80-3.50 s for the
+        generated 0.3 GB JSONL at ``min_score=0.5``, 3.46-3.73 against
+        4.25-4.45 s at 0; docs/streaming.md).
     engine : {"auto", "arrow", "python"}, optional
         How files are read (:func:`overlap.stream_readers.read_chunks`).
 
@@ -463,15 +462,8 @@ def scan_stream(
         return TokenSets.from_texts(texts, tokenizer, ngram=ngram, n_threads=nt, seed=seed)
 
     queries = tuple(tok(ev[f]) for f in fields)
-    if prefetch is None:
-        prefetch = effective_n_threads(nt) >= PREFETCH_MIN_THREADS
-    # with prefetching, a core reads (pyarrow and the reader's Python) while
-    # the kernels tokenize and search: the search takes one kernel thread less
-    # (on two cores its second thread's waits at the kernel's barriers cost
-    # more than it gave, see search_threads)
     merger = StreamMerger(queries, top_k=top_k, min_score=min_score, index=index,
-                          measure=measure,
-                          n_threads=search_threads(nt) if prefetch else n_threads)
+                          measure=measure, n_threads=n_threads)
     nq, k = merger.score.shape
     match = {f: np.full((nq, k), None, dtype=object) for f in fields} if keep_text else {}
     if isinstance(source, (str, os.PathLike)) or (
@@ -493,6 +485,8 @@ def scan_stream(
     bar = make_progress(progress, total, "scan_stream", "B")
     shards: list[list] = []
     nbytes = 0
+    if prefetch is None:
+        prefetch = effective_n_threads(nt) >= PREFETCH_MIN_THREADS
     # with prefetching, two threads ahead of the search: one reads chunk
     # i + 2 while the other tokenizes chunk i + 1 (reading a chunk is mostly
     # one thread's Python and pyarrow's parsing, tokenizing is the kernel's
@@ -531,19 +525,6 @@ def scan_stream(
         res.score, res.index, out_match, [tuple(s) for s in shards], merger.n_references,
         nbytes, time.perf_counter() - t0, dict(merger.chunks),
     )
-
-
-def search_threads(n_threads: int | None) -> int:
-    """Kernel threads of the search while the next chunks are read and
-    tokenized on other threads: one less than ``n_threads`` (at least one).
-
-    On two cores (0.3 GB generated JSONL, 2 tokenizer threads, in-process
-    scans in turn), searching on one thread took 1.75-1.86 s at
-    ``min_score=0.5`` against 1.80-2.77 s on two (3.2 against 3.3-4.7 s of
-    CPU), and 2.04-2.19 against 2.05-2.58 s at 0: the second thread's waits
-    at the kernel's barriers took CPU the reading and tokenizing needed.
-    """
-    return max(1, effective_n_threads(n_threads) - 1)
 
 
 def merge_scan_results(parts: Sequence[StreamScanResult]) -> StreamScanResult:

@@ -419,23 +419,3 @@ def test_a_read_error_mid_corpus_reaches_the_caller_and_stops_the_threads(tmp_pa
 def test_a_bad_chunk_from_the_caller_is_refused_with_prefetching(tmp_path):
     with pytest.raises(TypeError, match="source yielded a str, expected a Chunk"):
         scan_stream(EVAL, iter(["not a chunk"]), prefetch=True)
-
-
-def test_the_search_takes_one_kernel_thread_less_while_prefetching(monkeypatch):
-    from overlap import stream
-
-    assert [stream.search_threads(n) for n in (1, 2, 4, 16)] == [1, 1, 3, 15]
-    seen = []
-    real = stream.StreamMerger.__init__
-
-    def spy(self, *a, **k):
-        seen.append(k["n_threads"])
-        real(self, *a, **k)
-
-    monkeypatch.setattr(stream.StreamMerger, "__init__", spy)
-    chunk = stream.Chunk({"text": ["a b", "c"]}, 0, "mem", 0, 0)
-    a = scan_stream(EVAL, [chunk], n_threads=4, prefetch=True)
-    b = scan_stream(EVAL, [chunk], n_threads=4, prefetch=False)
-    assert seen == [3, 4]
-    np.testing.assert_array_equal(a.score, b.score)
-    np.testing.assert_array_equal(a.index, b.index)
