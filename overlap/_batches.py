@@ -45,7 +45,7 @@ import numpy as np
 
 from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader,
                            from_rows, piece_sizes, record_batches, valid_utf8)
-from ._line_scan import jsonl_block_facts
+from ._line_scan import bom_after_newline, jsonl_block_facts
 from ._optional import require
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
@@ -215,7 +215,7 @@ def _bom_inside(block: bytes, before: int) -> bool:
     Python's reader refuses it; pyarrow takes a BOM at the start of the
     piece it parses (a block in pieces puts a line there), so the block goes
     to the stdlib reader and its error."""
-    return (bool(before) and block.startswith(BOM)) or block.find(b"\n" + BOM) >= 0
+    return (bool(before) and block.startswith(BOM)) or bom_after_newline(block)
 
 
 def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:

@@ -58,3 +58,27 @@ def count_byte(const uint8_t[::1] block, uint8_t byte):
         for i in range(n):
             hits += p[i] == byte
     return int(hits)
+
+
+def bom_after_newline(const uint8_t[::1] block):
+    """Whether ``block`` holds a newline followed by a UTF-8 BOM (``EF BB BF``):
+    a line other than the first starting with one (``memchr`` to each ``EF``;
+    ``bytes.find`` of the four bytes took 3 % of a stream scan's CPU)."""
+    cdef Py_ssize_t n = block.shape[0], i = 1
+    cdef const uint8_t* p
+    cdef const uint8_t* hit
+    cdef bint found = False
+    if n < 4:
+        return False
+    p = &block[0]
+    with nogil:
+        while i + 3 <= n:
+            hit = <const uint8_t*>memchr(p + i, 0xEF, <size_t>(n - i - 2))
+            if hit == NULL:
+                break
+            i = hit - p
+            if p[i - 1] == 10 and p[i + 1] == 0xBB and p[i + 2] == 0xBF:
+                found = True
+                break
+            i += 1
+    return bool(found)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap._line_scan import count_byte, jsonl_block_facts
+from overlap._line_scan import bom_after_newline, count_byte, jsonl_block_facts
 
 from reference.readers import jsonl_block_facts as reference_facts
 
@@ -49,3 +49,22 @@ def test_count_byte_long_and_empty():
     assert count_byte(block, 10) == 100_003
     assert count_byte(block, 0xFF) == 1
     assert count_byte(memoryview(block)[3:9], 10) == 2
+
+
+BOM_PIECES = [b"\n", b"\xef", b"\xbb", b"\xbf", b"\xef\xbb\xbf", b"\n\xef\xbb\xbf", b"x", b"\xef\xbc\x8c"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(BOM_PIECES), st.binary(max_size=6)), max_size=30))
+def test_bom_after_newline_equals_find(parts):
+    block = b"".join(parts)
+    assert bom_after_newline(block) == (block.find(b"\n\xef\xbb\xbf") >= 0)
+
+
+def test_bom_after_newline_edges():
+    assert not bom_after_newline(b"")
+    assert not bom_after_newline(b"\xef\xbb\xbf{}")  # the file's first line
+    assert bom_after_newline(b"\n\xef\xbb\xbf")
+    assert not bom_after_newline(b"\n\xef\xbb")
+    assert bom_after_newline(b"{}\n" * 100_000 + b"\n\xef\xbb\xbf{}")
+    assert not bom_after_newline(b"\xef\xbc\x8c\n" * 100_000)
