@@ -14,7 +14,8 @@ Memory is the queries, one chunk (its texts, token sets and index) and the
 ``n_queries x top_k`` running best: independent of the corpus size.
 :func:`scan_stream` reads and tokenizes the next chunk on a background thread
 while one is searched when ``prefetch=True`` (the default from
-:data:`PREFETCH_MIN_THREADS` kernel threads on), and then holds two chunks at a time.
+:data:`PREFETCH_MIN_THREADS` kernel threads on), and then holds three chunks at a
+time (one searched, one tokenized, one read).
 
 Two ways to search one chunk, chosen per chunk by ``index=``:
 
@@ -436,14 +437,13 @@ def scan_stream(
         with MB/s and the time left); a callable receives ``(bytes_done,
         bytes_total)``.
     prefetch : bool, optional
-        Read and tokenize chunk ``i + 1`` on a background thread while chunk
-        ``i`` is searched (pyarrow's reading and the tokenizer and search
-        kernels run without the GIL).  Memory: two chunks (the one searched
-        and the one being read) instead of one.  The result is the same
-        either way.  Default: on with :data:`PREFETCH_MIN_THREADS` kernel
-        threads or more (on two cores: 2.49-2.71 against 2.80-3.50 s for the
-        generated 0.3 GB JSONL at ``min_score=0.5``, 3.46-3.73 against
-        4.25-4.45 s at 0; docs/streaming.md).
+        While chunk ``i`` is searched, read chunk ``i + 2`` on one
+        background thread and tokenize chunk ``i + 1`` on another (pyarrow's
+        reading and the tokenizer and search kernels run without the GIL).
+        Memory: three chunks (the one searched, the one tokenized, the one
+        being read) instead of one.  The result is the same either way.
+        Default: on with :data:`PREFETCH_MIN_THREADS` kernel threads or more
+        (docs/streaming.md has the figures).
     engine : {"auto", "arrow", "python"}, optional
         How files are read (:func:`overlap.stream_readers.read_chunks`).
 
