@@ -31,17 +31,18 @@ def stream_sides(workload):
     return queries, chunks, train
 
 
-@pytest.mark.parametrize("n_threads", THREADS)
-@pytest.mark.parametrize("min_score, index", [(0.0, "auto"), (0.0, "chunk"),
-                                              (0.5, "auto"), (0.5, "chunk"),
-                                              (0.5, "queries")])
-def test_stream_merger(benchmark, stream_sides, min_score, index, n_threads):
+def _bench_merger(benchmark, stream_sides, min_score, index, n_threads, every_token=False):
+    """Time a StreamMerger over the chunks (in the group of its min_score) and
+    check it against the in-memory search; ``every_token``: each chunk's
+    bit-sliced index on all its tokens, as before ``overlap._query_tokens``."""
     queries, chunks, train = stream_sides
     benchmark.group = (f"stream: {EVAL_ROWS:,} test contexts vs train contexts in "
                        f"{CHUNK_ROWS:,}-row chunks, min_score {min_score:g}")
 
     def run():
         merger = StreamMerger(queries, min_score=min_score, index=index, n_threads=n_threads)
+        if every_token:
+            merger._query_tokens = None
         for chunk in chunks:
             merger.add(chunk)
         return merger.result()
@@ -50,6 +51,14 @@ def test_stream_merger(benchmark, stream_sides, min_score, index, n_threads):
     want = overlap.max_overlap(queries, train, min_score=min_score, n_threads=n_threads)
     np.testing.assert_array_equal(got.score, want.score)
     np.testing.assert_array_equal(got.index, want.index)
+
+
+@pytest.mark.parametrize("n_threads", THREADS)
+@pytest.mark.parametrize("min_score, index", [(0.0, "auto"), (0.0, "chunk"),
+                                              (0.5, "auto"), (0.5, "chunk"),
+                                              (0.5, "queries")])
+def test_stream_merger(benchmark, stream_sides, min_score, index, n_threads):
+    _bench_merger(benchmark, stream_sides, min_score, index, n_threads)
 
 
 @pytest.mark.parametrize("n_threads", THREADS)
@@ -59,18 +68,4 @@ def test_stream_merger_chunk_index_on_every_token(benchmark, stream_sides, min_s
     """``index="chunk"`` with each chunk's bit-sliced index on all its tokens (as
     before ``overlap._query_tokens``): the peer of the chunk index on the
     queries' tokens, in the same groups."""
-    queries, chunks, train = stream_sides
-    benchmark.group = (f"stream: {EVAL_ROWS:,} test contexts vs train contexts in "
-                       f"{CHUNK_ROWS:,}-row chunks, min_score {min_score:g}")
-
-    def run():
-        merger = StreamMerger(queries, min_score=min_score, index="chunk", n_threads=n_threads)
-        merger._query_tokens = None  # every chunk token indexed
-        for chunk in chunks:
-            merger.add(chunk)
-        return merger.result()
-
-    got = benchmark(run)
-    want = overlap.max_overlap(queries, train, min_score=min_score, n_threads=n_threads)
-    np.testing.assert_array_equal(got.score, want.score)
-    np.testing.assert_array_equal(got.index, want.index)
+    _bench_merger(benchmark, stream_sides, min_score, "chunk", n_threads, every_token=True)
