@@ -14,27 +14,6 @@ cdef enum:
     MERGE_SORT_MAX = 512
 
 
-cdef inline void insertion_sort_into(const uint64_t* src, uint64_t* dst, int64_t n) noexcept nogil:
-    """``dst[:n]`` = ``src[:n]`` in order, by insertion; ``src`` may be ``dst``
-    (each value is read before a shift can reach it)."""
-    cdef int64_t i, j
-    cdef uint64_t v
-    if n <= 0:
-        return
-    dst[0] = src[0]
-    for i in range(1, n):
-        v = src[i]
-        j = i
-        while j >= 1 and dst[j - 1] > v:
-            dst[j] = dst[j - 1]
-            j -= 1
-        dst[j] = v
-
-
-cdef inline void insertion_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
-    insertion_sort_into(a, a, n)
-
-
 cdef inline void sort4_u64(uint64_t* a) noexcept nogil:
     """Four values in order by a five-comparator network (no branches)."""
     cdef uint64_t p, q
@@ -140,8 +119,10 @@ cdef enum:
 
 cdef inline bint insertion_sort_into_bounded(const uint64_t* src, uint64_t* dst, int64_t n,
                                              int64_t budget) noexcept nogil:
-    """:func:`insertion_sort_into`, which gives up once it has shifted more than
-    ``budget`` values: False, and ``dst`` holds part of the values."""
+    """``dst[:n]`` = ``src[:n]`` in order, by insertion (``src`` may be ``dst``:
+    each value is read before a shift can reach it), giving up once it has
+    shifted more than ``budget`` values: False, and ``dst`` holds part of
+    the values."""
     cdef int64_t i, j, moved = 0
     cdef uint64_t v
     if n <= 0:
@@ -158,6 +139,11 @@ cdef inline bint insertion_sort_into_bounded(const uint64_t* src, uint64_t* dst,
         if moved > budget:
             return False
     return True
+
+
+cdef inline void insertion_sort_u64(uint64_t* a, int64_t n) noexcept nogil:
+    """``a[:n]`` in order, by insertion (no bound on the shifts)."""
+    insertion_sort_into_bounded(a, a, n, <int64_t>0x7FFFFFFFFFFFFFFF)
 
 
 cdef inline void sort_hashes(uint64_t* a, int64_t n) noexcept nogil:
