@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
-                           from_rows, record_batches, valid_utf8)
+                           empty_strings, from_rows, record_batches, valid_utf8)
 from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
@@ -173,7 +173,7 @@ def _arrow_block(block: bytes, before: int, delimiter: str, header: list[str],
     if body.startswith(BOM):  # pyarrow would drop it, the stdlib keeps it
         return None
     if not starts.size:
-        cols = {f: _empty() for f in fields}
+        cols = {f: empty_strings() for f in fields}
     else:
         table = _parse(body, delimiter, header, fields)
         if table is None or table.num_rows != starts.size:
@@ -217,11 +217,6 @@ def csv_table(path: str, fmt: str, limit: int | None, progress: Any,
         blocks.close()
         bar.close()
     return cols, rows
-
-
-def _empty() -> Any:
-    import pyarrow as pa
-    return pa.array([], pa.large_string())
 
 
 def _parse(block: bytes, delimiter: str, header: list[str], fields: list[str]) -> Any:

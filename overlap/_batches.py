@@ -43,7 +43,8 @@ from typing import Any
 
 import numpy as np
 
-from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader,
+from ._arrow_pool import reading_pool
+from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, empty_strings,
                            from_rows, piece_sizes, record_batches, valid_utf8)
 from ._line_scan import bom_after_newline, jsonl_block_facts
 from ._optional import require
@@ -140,7 +141,7 @@ def read_batches(path: str, fmt: str, fields: Sequence[str], *, turns: int = 1,
         return _line_batches(path, fields, max_line_bytes, block_bytes, _jsonl_block)
     if how == "arrow" and fmt == "text":
         check_fields_of(path, fmt, fields)
-        return _line_batches(path, fields, max_line_bytes, block_bytes, _text_block)
+        return _line_batches(path, fields, max_line_bytes, block_bytes, _chunk_text_block)
     if how == "arrow" and fmt == "parquet":
         return _parquet_batches(path, fields)
     if how == "arrow" and fmt in ("csv", "tsv"):
@@ -193,7 +194,8 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     lines = newlines + (not block.endswith(b"\n"))
     schema = pa.schema([(f, pa.large_string()) for f in fields])
     table = _read_json(block, pj.ParseOptions(explicit_schema=schema,
-                                              unexpected_field_behavior="ignore"))
+                                              unexpected_field_behavior="ignore"),
+                       pool=reading_pool())
     if table is None:
         return None
     if table.num_rows != lines or two_objects:
@@ -218,7 +220,8 @@ def _bom_inside(block: bytes, before: int) -> bool:
     return (bool(before) and block.startswith(BOM)) or bom_after_newline(block)
 
 
-def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
+def _read_json(block: bytes, parse_options: Any, pieces: bool = True,
+               pool: Any = None) -> Any:
     """pyarrow's JSON reader on ``block`` in pieces (:func:`piece_sizes`), or
     None when it refuses the block.  pyarrow takes a line that spans two
     pieces, not one that spans three (a long line with more pieces): when it
@@ -227,6 +230,7 @@ def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
     Only with an explicit schema: when pyarrow infers the types, it reconciles
     the pieces' types (a number in one piece and a string in another came back
     as the string ``"3"``) where one piece is refused; ``pieces=False`` then.
+    ``pool``: the pyarrow memory pool of the arrays (default pyarrow's).
     """
     import pyarrow as pa
     import pyarrow.json as pj
@@ -235,7 +239,7 @@ def _read_json(block: bytes, parse_options: Any, pieces: bool = True) -> Any:
         try:
             return pj.read_json(arrow_reader(block, reuse=True),
                                 read_options=pj.ReadOptions(use_threads=True, block_size=size),
-                                parse_options=parse_options)
+                                parse_options=parse_options, memory_pool=pool)
         except (pa.ArrowException, ValueError):
             continue
     return None
@@ -260,8 +264,9 @@ def _max_openers(block: bytes) -> int:
     return int(np.bincount(line_of[opens]).max()) if opens.any() else 0
 
 
-def _text_block(block: bytes, before: int, fields: list[str]) -> dict | None:
-    """Every line of a text block as a string (trailing ``\\r``/``\\n`` dropped)."""
+def _text_block(block: bytes, before: int, fields: list[str], pool: Any = None) -> dict | None:
+    """Every line of a text block as a string (trailing ``\\r``/``\\n`` dropped);
+    ``pool``: the pyarrow memory pool of the strings (default pyarrow's)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -276,7 +281,12 @@ def _text_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     offsets = np.r_[np.int64(0), ends.astype(np.int64)]
     arr = pa.Array.from_buffers(pa.large_string(), len(ends),
                                 [None, pa.py_buffer(offsets), pa.py_buffer(block)])
-    return {fields[0]: pc.utf8_rtrim(arr, characters="\r\n")}
+    return {fields[0]: pc.utf8_rtrim(arr, characters="\r\n", memory_pool=pool)}
+
+
+def _chunk_text_block(block: bytes, before: int, fields: list[str]) -> dict | None:
+    """:func:`_text_block` of the chunked reader, its strings from :func:`reading_pool`."""
+    return _text_block(block, before, fields, reading_pool())
 
 
 # ------------------------------------------------------------------ Parquet
@@ -291,6 +301,9 @@ def _parquet_batches(path: str, fields: list[str]) -> Iterator[Batch]:
         # not a row group's chunk at once (pyarrow's pre_buffer): as fast, and
         # the 0.3 GB stream scan's peak memory fell from 430-490 to 312 MB
         pf = pq.ParquetFile(path, pre_buffer=False, buffer_size=PARQUET_READ_BUFFER)
+        pooled = _pooled_reader(path, pf.metadata, reading_pool())
+        if pooled is not None:
+            pf.reader = pooled
         names = list(pf.schema_arrow.names)
     except (OSError, ValueError) as e:
         raise ValueError(f"{path}: cannot read Parquet: {e}") from None
@@ -298,6 +311,25 @@ def _parquet_batches(path: str, fields: list[str]) -> Iterator[Batch]:
     if missing:
         raise no_column(path, missing[0], names)
     return _parquet_rows(pa, pf, path, fields)
+
+
+def _pooled_reader(path: str, metadata: Any, pool: Any) -> Any:
+    """pyarrow's Parquet reader over ``path`` allocating from ``pool``
+    (:mod:`overlap._arrow_pool`), for ``ParquetFile.reader``.
+
+    ``pyarrow.parquet.ParquetFile`` takes no memory pool; the reader it
+    wraps (``pyarrow._parquet.ParquetReader``) does.  None where this
+    pyarrow's reader takes none: the file is then read with the default pool,
+    the same rows.
+    """
+    try:
+        from pyarrow._parquet import ParquetReader
+
+        reader = ParquetReader(memory_pool=pool)
+        reader.open(path, metadata=metadata, pre_buffer=False, buffer_size=PARQUET_READ_BUFFER)
+    except (ImportError, AttributeError, TypeError):
+        return None
+    return reader
 
 
 def _parquet_rows(pa, pf, path, fields) -> Iterator[Batch]:
@@ -319,7 +351,7 @@ def _parquet_rows(pa, pf, path, fields) -> Iterator[Batch]:
             upto = size * row // total
             yield Batch(cols, batch.num_rows, upto - reported)
             reported = upto
-        yield Batch({f: pa.array([], pa.large_string()) for f in fields}, 0, size - reported)
+        yield Batch({f: empty_strings() for f in fields}, 0, size - reported)
     except (OSError, ValueError) as e:
         if isinstance(e, ValueError) and str(e).startswith(f"{path}:"):
             raise
@@ -334,7 +366,7 @@ def _string_column(col) -> Any:
         t = col.type
     if str(t) not in _STRING_TYPES or col.null_count:
         return None
-    return col.cast(pa.large_string())
+    return col.cast(pa.large_string())  # new offsets; the strings' bytes are shared
 
 
 # ------------------------------------------------------------------ whole files

@@ -62,8 +62,22 @@ def from_rows(rows, fields, nbytes, as_arrow) -> Batch:
     cols: dict[str, Any] = {f: [r[k] for r in rows] for k, f in enumerate(fields)}
     if as_arrow:
         import pyarrow as pa
-        cols = {f: pa.array(v, pa.large_string()) for f, v in cols.items()}
+        cols = {f: pa.array(v, pa.large_string()) if v else empty_strings()
+                for f, v in cols.items()}
     return Batch(cols, len(rows), nbytes)
+
+
+def empty_strings() -> Any:
+    """An empty ``large_string`` array.
+
+    Not ``pa.array([], ...)``: pyarrow imports pandas (where installed) to
+    check the type of what ``pa.array`` is handed, 0.2 s on the first call of
+    a process; the end of every file read would pay it in the middle of a
+    scan.
+    """
+    import pyarrow as pa
+
+    return pa.nulls(0, pa.large_string())
 
 
 class _Chained(io.RawIOBase):
