@@ -356,50 +356,33 @@ def _peak_bytes(fn, warm_up=None) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.parametrize("prefetch", [False, True])
 @pytest.mark.parametrize("engine", ENGINES)
-def test_memory_is_bounded_by_the_chunk_not_the_corpus(tmp_path, rng, engine, monkeypatch):
-    # the same scan over a corpus 2x and 150x the chunk: the peak of Python and
-    # numpy allocations must not grow with the corpus (the arrow reader's
-    # blocks made small, so that the big corpus spans many; two chunks in the
-    # small one, so that both hold the chunk searched and the one being read)
+def test_memory_is_bounded_by_the_chunks_in_flight_not_the_corpus(tmp_path, rng, engine,
+                                                                  prefetch, monkeypatch):
+    # the same scan over a small corpus and one 150x the chunk: the peak of
+    # Python and numpy allocations must not grow with the corpus (the arrow
+    # reader's blocks made small, so that the big corpus spans many).  The
+    # small one fills the pipeline: two chunks (the one searched and the one
+    # being read), four with prefetching (which holds three: searched,
+    # tokenized, being read; a queue that let the reader run ahead fails)
     monkeypatch.setenv("OVERLAP_READER", engine)
     monkeypatch.setattr(_batches, "BLOCK_BYTES", 1 << 16)
     chunk = 500
     small, big = str(tmp_path / "small.jsonl"), str(tmp_path / "big.jsonl")
-    _generated_jsonl(small, 2 * chunk, rng)
+    _generated_jsonl(small, (4 if prefetch else 2) * chunk, rng)
     _generated_jsonl(big, 150 * chunk, rng)
     ev = [" ".join(f"tok{i}" for i in rng.integers(0, 5000, 40)) for _ in range(200)]
+
     def scan(path):
-        return scan_stream(ev, path, chunk_rows=chunk, n_threads=1)
+        return scan_stream(ev, path, chunk_rows=chunk, n_threads=2 if prefetch else 1,
+                           prefetch=prefetch)
 
     peak_small = _peak_bytes(lambda: scan(small), warm_up=lambda: scan(small))
     peak_big = _peak_bytes(lambda: scan(big))
     corpus_bytes = os.path.getsize(big)
     assert peak_big < 1.5 * peak_small + (1 << 20), (peak_small, peak_big)
     assert peak_big < corpus_bytes / 4, (peak_big, corpus_bytes)
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_memory_with_prefetching_is_bounded_by_the_chunks_in_flight(tmp_path, rng, engine,
-                                                                     monkeypatch):
-    # prefetching holds three chunks (searched, tokenized, being read): a corpus
-    # of four chunks fills the pipeline, and one of 150 must not hold more
-    # (a queue that let the reader run ahead would grow with the corpus)
-    monkeypatch.setenv("OVERLAP_READER", engine)
-    monkeypatch.setattr(_batches, "BLOCK_BYTES", 1 << 16)
-    chunk = 500
-    small, big = str(tmp_path / "small.jsonl"), str(tmp_path / "big.jsonl")
-    _generated_jsonl(small, 4 * chunk, rng)
-    _generated_jsonl(big, 150 * chunk, rng)
-    ev = [" ".join(f"tok{i}" for i in rng.integers(0, 5000, 40)) for _ in range(200)]
-
-    def scan(path):
-        return scan_stream(ev, path, chunk_rows=chunk, n_threads=2, prefetch=True)
-
-    peak_small = _peak_bytes(lambda: scan(small), warm_up=lambda: scan(small))
-    peak_big = _peak_bytes(lambda: scan(big))
-    assert peak_big < 1.5 * peak_small + (1 << 20), (peak_small, peak_big)
-    assert peak_big < os.path.getsize(big) / 4, (peak_big, os.path.getsize(big))
 
 
 def test_memory_bounded_for_a_generated_stream(rng):
