@@ -22,6 +22,7 @@ import textwrap
 
 import pytest
 
+import overlap
 from overlap import _batches
 from overlap._arrow_pool import reading_pool
 
@@ -30,6 +31,7 @@ from reference.engines import outcome
 pa = pytest.importorskip("pyarrow", reason="the arrow reader needs pyarrow")
 pq = pytest.importorskip("pyarrow.parquet", reason="the arrow reader needs pyarrow")
 
+PKG_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(overlap.__file__)))
 TEXTS = [f"row {i} with some words {'x' * (i % 50)}" for i in range(3000)]
 
 
@@ -94,8 +96,9 @@ def test_a_streamed_scan_does_not_import_pandas(tmp_path, fmt):
         assert res.match["text"][:20] == {TEXTS[:20]!r}, res.match["text"][:20]
         print("pandas" in sys.modules)
     """)
-    env = dict(os.environ, OVERLAP_READER="arrow")
+    # the child imports the package this process tested (installed, or built in place)
+    env = dict(os.environ, OVERLAP_READER="arrow", PYTHONPATH=PKG_ROOT)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, cwd=os.getcwd())
+                         env=env, cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
