@@ -180,9 +180,14 @@ def word_min_sizes(zs: np.ndarray, nw: int) -> np.ndarray:
 
 
 class LazyBitslice:
-    """The bit-sliced side of an OverlapIndex, built on first use and then kept."""
+    """The bit-sliced side of an OverlapIndex, built on first use and then kept.
 
-    def __init__(self, ref_fields: tuple, n_threads: int = 1,
+    ``ref_fields`` may be a :class:`~overlap._fields.Handover` when only its
+    top-k of other queries is asked (``overlap.search.max_overlap_handed``):
+    :func:`build` then lets the fields go before the bitmaps are made.
+    """
+
+    def __init__(self, ref_fields: tuple | Handover, n_threads: int = 1,
                  only: QueryTokens | None = None) -> None:
         self._fields = ref_fields
         self._n_threads = n_threads

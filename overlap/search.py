@@ -526,17 +526,11 @@ def max_overlap_handed(queries: tuple, held: Handover, *, measure: str = "dice",
     _check_rows(r_row, len(rfields), "references")
     _check_rows(q_row, len(queries), "queries", _index.max_mass(queries))
     build_threads = threads_for(len(rfields[0]), nt, 4096)
-    handed = Handover(rfields)
-    del rfields
-    bx = _bitslice_index.build(handed, build_threads)
+    lazy = _bitslice_index.LazyBitslice(Handover(rfields), build_threads)
+    del rfields  # the index is built below, from the Handover alone
     score = np.zeros((n, 1), dtype=np.float64)
     index = np.full((n, 1), -1, dtype=np.int64)
-    qcoll = _index.collection(queries)
-    max_row = max(r_row, q_row)
-
-    def run(start: int, stop: int, threads: int) -> None:
-        bx.top_k(qcoll, start, stop, 1, 0.0, False, max_row, threads, score, index, code)
-
+    run = lazy.top_k_runner(queries, 1, 0.0, False, max(r_row, q_row), score, index, code)
     _run_chunks(run, query_work(queries), nt, progress, "max_overlap")
     return MaxOverlapResult(score[:, 0], index[:, 0])
 
