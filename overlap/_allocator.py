@@ -1,4 +1,5 @@
-"""Bring glibc's allocator to its steady state before a long scan.
+"""glibc's allocator: its steady state before a long scan, and its free
+memory handed back between the steps of an in-memory command.
 
 glibc's ``malloc`` maps every block of at least its *mmap threshold* (128 KiB
 in a fresh process) straight from the system, and unmaps it when freed: the
@@ -20,9 +21,13 @@ C libraries the block is an ordinary allocation freed at once.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+from typing import Any, Callable
+
 import numpy as np
 
-__all__ = ["settle"]
+__all__ = ["settle", "trim"]
 
 #: Just under glibc's largest dynamic mmap threshold (32 MiB on 64-bit).
 BLOCK_BYTES = 31 << 20
@@ -38,3 +43,39 @@ def settle() -> None:
     block = np.empty(BLOCK_BYTES, dtype=np.uint8)  # mapped, never touched
     del block
     _settled = True
+
+
+_malloc_trim: Callable[[int], Any] | None | bool = False  # False: not looked up yet
+
+
+def _find_malloc_trim() -> Callable[[int], Any] | None:
+    """glibc's ``malloc_trim``, or None (another C library, or none found)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        fn = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def trim() -> bool:
+    """Hand the free memory glibc's heaps hold back to the system (``malloc_trim``).
+
+    glibc keeps a freed block below its mmap threshold in the heap of the
+    thread that freed it, for reuse.  An in-memory command frees such blocks
+    by the thousand between its steps (the Arrow arrays of a table read,
+    the tokenizer's per-block arrays) and then allocates few of that size:
+    the pages stay resident under the next step's peak.  ``malloc_trim``
+    returns every free page of every heap (whole pages inside free blocks
+    too); what is in use does not move.  Returns whether it ran (False
+    where the C library has no ``malloc_trim``).
+    """
+    global _malloc_trim
+    if _malloc_trim is False:
+        _malloc_trim = _find_malloc_trim()
+    if _malloc_trim is None:
+        return False
+    _malloc_trim(0)
+    return True

@@ -110,15 +110,20 @@ def keep_rows(col: Sequence, keep: np.ndarray) -> Sequence:
 
 
 def release_arrow_memory() -> None:
-    """Hand the memory pyarrow's pool holds but no longer uses back to the system.
+    """Hand the memory the allocators hold but no longer use back to the system.
 
-    pyarrow's allocator keeps freed buffers for reuse by later Arrow
-    allocations; the rest of the package allocates through numpy, so a table
-    let go before a search (``overlap.pipeline.reread``) frees nothing for it
-    until this is called.  Nothing to do where pyarrow was never imported.
+    pyarrow's pool keeps freed buffers for reuse by later Arrow allocations,
+    and glibc's heaps keep the freed blocks of the steps before (the
+    tokenizer's per-block arrays, pyarrow's own); the rest of the package
+    allocates large arrays through numpy, so a table let go before a search
+    (``overlap.pipeline.reread``) frees nothing for it until this is called
+    (``overlap._allocator.trim`` for glibc's part).
     """
     import sys
+
+    from ._allocator import trim
 
     pa = sys.modules.get("pyarrow")
     if pa is not None:
         pa.default_memory_pool().release_unused()
+    trim()
