@@ -95,13 +95,22 @@ def reference_index(
 
 
 def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
-                   n_threads: int = 1, signatures: bool = True
+                   n_threads: int = 1, signatures: bool = True, self_only: bool = False
                    ) -> _postings_search.ReferenceIndex:
     """:func:`reference_index` from the rows as ``coll`` stores them: ``longest``
     is their longest row (tokens, one field), ``multiset`` whether they are bags.
 
     ``signatures=False``: no signature column (``ReferenceIndex``), 8 bytes a
     stored token less; the same results, found more slowly.
+
+    ``self_only``: an index that is searched only with its own rows, each
+    against the others (the self-join, or each row's nearest other row).  It
+    leaves out every token that only one row holds (in that field): such a
+    token is shared with no other row, so no pair, score or bound changes.
+    These tokens rank before all others in the scan order, so no stored
+    suffix mass counted them either.  Most of a vocabulary is such tokens
+    (an id, a rare word, a typo), and every vocabulary id costs the index a
+    hash-table slot pair and a token record (:func:`only_shared`).
     """
     n = coll.n_rows
     if n > _INT32_MAX:
@@ -114,8 +123,11 @@ def postings_index(coll: _collection.Collection, longest: int, multiset: bool,
     # _token_tables' frame; the hash tables once compacted (the query side's,
     # at most half full), before the postings are made; ``inverse`` right
     # after the postings, before the index makes its own columns
-    all_keys, all_ids, toff, pptr, rank = _token_tables(
-        vocabularies(stored_hashes(coll), n_threads, inverse))
+    tables = vocabularies(stored_hashes(coll), n_threads, inverse)
+    if self_only:
+        tables = [only_shared(*t) for t in tables]
+    all_keys, all_ids, toff, pptr, rank = _token_tables(tables)
+    del tables
     vocab, voff = _vocab.compact_vocabulary(all_keys, all_ids, toff)
     del all_keys, all_ids
     entries, psuf, pcnt, maxe = _postings.build_postings(
@@ -156,7 +168,7 @@ def _token_tables(tables: list) -> tuple:
             raise ValueError(f"references: at most {_INT32_MAX} distinct tokens are "
                              f"supported over all fields, got {nv_total + nv} or more")
         if nv_total:
-            inv += nv_total  # the field's ids follow the previous fields'
+            shift_ids(inv, nv_total)  # the field's ids follow the previous fields'
             table_ids = np.where(table_ids >= 0, table_ids + nv_total, -1)
         rank = np.empty(nv, dtype=np.int64)
         rank[count_key_order(df, vocab)] = np.arange(nv)
@@ -173,6 +185,40 @@ def _token_tables(tables: list) -> tuple:
     # would leave its freed pages resident next to the postings built next
     return (joined(tkeys, np.uint64), joined(tids, np.int64),
             np.asarray(toff, dtype=np.int64), pptr, joined(ranks, np.int64))
+
+
+#: Stored tokens renumbered per numpy call by :func:`shift_ids` and
+#: :func:`only_shared` (bounds their temporaries).
+_ID_BLOCK = 1 << 20
+
+
+def shift_ids(inv: np.ndarray, by: int) -> None:
+    """Add ``by`` to the ids of ``inv`` in place, leaving out -1 (a token
+    the index leaves out)."""
+    for a in range(0, inv.shape[0], _ID_BLOCK):
+        part = inv[a:a + _ID_BLOCK]
+        part[part >= 0] += by
+
+
+def only_shared(keys: np.ndarray, inv: np.ndarray, table_keys: np.ndarray,
+                table_ids: np.ndarray, df: np.ndarray) -> tuple:
+    """One field's ``_vocab.vocab_table`` without the tokens one row holds.
+
+    The shared tokens (document frequency of at least 2) keep their order
+    and are numbered from 0; ``inv`` (the stored tokens' ids) is renumbered
+    in place, -1 for a token left out, and the hash table's slots of those
+    tokens become empty (id -1).  Returns the same five items.
+    """
+    keep = df >= 2
+    if keep.all():
+        return keys, inv, table_keys, table_ids, df
+    new_id = np.full(keys.shape[0] + 1, -1, dtype=np.int32)  # [-1] stays -1
+    new_id[:-1][keep] = np.arange(int(np.count_nonzero(keep)), dtype=np.int32)
+    for a in range(0, inv.shape[0], _ID_BLOCK):
+        part = inv[a:a + _ID_BLOCK]
+        part[:] = new_id[part]
+    table_ids = new_id[table_ids].astype(np.int64)
+    return keys[keep], inv, table_keys, table_ids, df[keep]
 
 
 def joined(parts: list, dtype) -> np.ndarray:

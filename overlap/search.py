@@ -235,7 +235,7 @@ class OverlapIndex:
             # (without them the join counts every entry its positional filter
             # passes: the same pairs)
             self._postings = _index.postings_index(coll, self._max_row, multiset, nt,
-                                                   not lean)
+                                                   not lean, self_only=True)
             return
         if eager:
             self._postings = _index.reference_index(fields, self._coll, nt)

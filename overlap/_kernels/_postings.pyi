@@ -11,7 +11,7 @@ def entry_signatures(
 ) -> NDArray[np.uint64]: ...
 
 def group_records(
-    gsize: NDArray[np.int32], gstart: NDArray[np.int64], psuf: NDArray[np.int32]
+    gsize: NDArray[np.int32], gstart: NDArray[np.int64], psuf: NDArray[np.uint16]
 ) -> NDArray[np.void]: ...
 
 def token_info(
@@ -29,7 +29,7 @@ def build_postings(
     ptr: NDArray[np.int64],
     max_row: int,
     n_threads: int,
-) -> tuple[NDArray[np.void], NDArray[np.int32], NDArray[np.uint32], NDArray[np.int32]]: ...
+) -> tuple[NDArray[np.void], NDArray[np.uint16], NDArray[np.uint32], NDArray[np.int32]]: ...
 
 def size_groups(
     pptr: NDArray[np.int64], psize: NDArray[np.int32], min_length: int, n_threads: int = 1

@@ -11,13 +11,13 @@ postings get a directory of their size groups.  ReferenceIndex
 import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange, parallel
-from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
+from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint16_t, uint8_t
 from libc.stdlib cimport malloc, free, qsort
 
 from overlap._kernels._collection cimport Collection
 from overlap._kernels._signatures cimport row_sig64
 from overlap._kernels._sort cimport chunk_first_slots, counting_sort_sizes, sort_u64
-from overlap._kernels._types cimport Coll, Entry, Group, TokenInfo, overlap_prefetch
+from overlap._kernels._types cimport Coll, Entry, Group, SUF_SAT, TokenInfo, overlap_prefetch
 
 cnp.import_array()
 
@@ -98,8 +98,11 @@ cdef sign_entries(Collection refs, entries, int n_threads):
     return out
 
 
-def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const int32_t[::1] psuf):
-    """The size groups (see size_groups) as Group records (GROUP_DTYPE): size, top, start."""
+def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const uint16_t[::1] psuf):
+    """The size groups (see size_groups) as Group records (GROUP_DTYPE): size, top, start.
+
+    ``top`` is the group's largest suffix mass, its first entry's (SUF_SAT
+    there: the group's size)."""
     cdef int64_t g, n = gsize.shape[0], m = psuf.shape[0]
     if gstart.shape[0] != n:
         raise ValueError("overlap index: size group columns of different lengths")
@@ -112,7 +115,7 @@ def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const int
             raise ValueError("overlap index: a size group starts out of range")
         gr[g].size = gsize[g]
         gr[g].start = gstart[g]
-        gr[g].top = psuf[gstart[g]]
+        gr[g].top = psuf[gstart[g]] if psuf[gstart[g]] != SUF_SAT else gsize[g]
     return out
 
 
@@ -145,7 +148,8 @@ cdef inline void row_suffixes(const int32_t* inv, const int64_t* rank, const uin
     """Suffix mass of every token of one row, capped at 2**31 - 1.
 
     A token's suffix mass is the mass (count, or 1 for sets) of the row's
-    tokens ranked at or after it.  The ranks of one row are distinct (its
+    tokens ranked at or after it.  Unindexed tokens (id -1, see
+    build_postings) count as ranked before all others.  The ranks of one row are distinct (its
     tokens are) and below 2**31 (build_postings checks), the row shorter
     than 2**32.  Short rows count, in L * L steps on 32-bit ranks (SIMD
     compares on any x86-64); longer ones sort (rank, position) keys
@@ -156,7 +160,9 @@ cdef inline void row_suffixes(const int32_t* inv, const int64_t* rank, const uin
     cdef int32_t x
     if L <= SHORT_ROW:
         for m in range(L):
-            rk[m] = <int32_t>rank[inv[m]]
+            # an unindexed token (-1) ranks before every indexed one: it is in
+            # no suffix of theirs (its own is not stored)
+            rk[m] = <int32_t>rank[inv[m]] if inv[m] >= 0 else -1
         for m in range(L):
             acc = 0
             x = rk[m]
@@ -168,9 +174,10 @@ cdef inline void row_suffixes(const int32_t* inv, const int64_t* rank, const uin
                     acc += <int64_t>cnt[j] if rk[j] >= x else 0
             suf[m] = <int32_t>(acc if acc < 2147483647 else 2147483647)
         return
-    # complemented (rank, position) keys: ascending is rank descending
+    # complemented (rank + 1, position) keys: ascending is rank descending,
+    # unindexed tokens (rank 0 here) last
     for m in range(L):
-        buf[m] = ~((<uint64_t>rank[inv[m]] << 32) | <uint64_t>m)
+        buf[m] = ~((<uint64_t>(rank[inv[m]] + 1 if inv[m] >= 0 else 0) << 32) | <uint64_t>m)
     sort_u64(buf, L)
     acc = 0
     for m in range(L):
@@ -192,7 +199,7 @@ cdef int cmp_group_entries(const void* a, const void* b) noexcept nogil:
 
 cdef inline int scatter_row(const int32_t* inv, const uint32_t* cnt, int64_t L, int32_t r,
                             int32_t z, const int64_t* rank, const int64_t* ptr, int64_t V,
-                            int64_t* fill, Entry* ent, int32_t* psuf,
+                            int64_t* fill, Entry* ent, uint16_t* psuf,
                             uint32_t* pcnt, int64_t room, uint64_t* rbuf,
                             int32_t* sbuf) noexcept nogil:
     """Append the entries of reference ``r`` (its ``L`` tokens) to their postings.
@@ -205,7 +212,7 @@ cdef inline int scatter_row(const int32_t* inv, const uint32_t* cnt, int64_t L, 
     cdef int32_t* sf = sloc
     cdef int64_t m, v, u
     for m in range(L):
-        if inv[m] < 0 or inv[m] >= V:
+        if inv[m] < -1 or inv[m] >= V:
             return 1
     if L > SHORT_ROW:
         if rbuf == NULL or sbuf == NULL or L > room:
@@ -214,19 +221,21 @@ cdef inline int scatter_row(const int32_t* inv, const uint32_t* cnt, int64_t L, 
     row_suffixes(inv, rank, cnt, L, sf, rbuf)
     for m in range(L):
         v = inv[m]
+        if v < 0:
+            continue  # not indexed
         u = fill[v]
         if u >= ptr[v + 1]:
             return 1
         fill[v] = u + 1
         ent[u].ref = r
         ent[u].size = z
-        psuf[u] = sf[m]
+        psuf[u] = <uint16_t>(sf[m] if sf[m] < SUF_SAT else SUF_SAT)
         if pcnt != NULL:
             pcnt[u] = cnt[m]
     return 0
 
 
-cdef inline void sort_size_group(Entry* ent, int32_t* psuf, uint32_t* pcnt, int64_t a,
+cdef inline void sort_size_group(Entry* ent, uint16_t* psuf, uint32_t* pcnt, int64_t a,
                                  int64_t b, int32_t top, GroupEntry* buf) noexcept nogil:
     """Order entries a..b (one size, references ascending) by suffix mass descending.
 
@@ -254,14 +263,14 @@ cdef inline void sort_size_group(Entry* ent, int32_t* psuf, uint32_t* pcnt, int6
             e = <int32_t>(0x7FFFFFFF - <int64_t>(buf[i].key >> 32))
             u = bucket[e]
             bucket[e] = u + 1
-            psuf[u] = e
+            psuf[u] = <uint16_t>e
             ent[u].ref = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
             if pcnt != NULL:
                 pcnt[u] = buf[i].c
         return
     qsort(buf, n, sizeof(GroupEntry), cmp_group_entries)
     for i in range(n):
-        psuf[a + i] = <int32_t>(0x7FFFFFFF - <int64_t>(buf[i].key >> 32))
+        psuf[a + i] = <uint16_t>(0x7FFFFFFF - <int64_t>(buf[i].key >> 32))
         ent[a + i].ref = <int32_t>(buf[i].key & <uint64_t>0xFFFFFFFFULL)
         if pcnt != NULL:
             pcnt[a + i] = buf[i].c
@@ -272,30 +281,52 @@ def build_postings(Collection refs, const int32_t[::1] inverse, const int64_t[::
     """Fill the postings of every field in the scan order.
 
     ``inverse`` maps every stored token of ``refs`` to its vocabulary id (the
-    fields' vocabularies numbered one after the other), ``rank`` gives each
-    id its place in its field's scan order and ``ptr`` (V + 1) the posting
-    boundaries; ``max_row`` is the longest row.  Each posting is ordered by
+    fields' vocabularies numbered one after the other), or to -1: a token
+    left out of the index (no posting holds it; an index that answers only
+    its self-join leaves out the tokens one row holds, see
+    ``overlap._index.postings_index``).  ``rank`` gives each id its place in
+    its field's scan order and ``ptr`` (V + 1) the posting boundaries;
+    ``max_row`` is the longest row.  Each posting is ordered by
     (size ascending, suffix mass descending, reference), where the suffix mass
     is the reference's mass from the entry's token on in rank order (token
-    included).  Returns ``(entries, psuf, pcnt, maxe)``: the Entry records
+    included; tokens left out rank before all others).  Returns
+    ``(entries, psuf, pcnt, maxe)``: the Entry records
     (ENTRY_DTYPE: reference id and size filled, signatures left for
-    ReferenceIndex), suffix masses and counts (bags only; empty for sets) of
-    every entry, sizes and masses capped at 2**31 - 1, and every posting's
-    largest suffix mass.  The result does not depend on ``n_threads``.
+    ReferenceIndex), suffix masses (uint16: SUF_SAT stands for SUF_SAT or
+    more, the entry's size then bounds it) and counts (bags only; empty for
+    sets) of every entry, sizes and masses capped at 2**31 - 1, and every
+    posting's largest suffix mass (from the sizes where saturated).  The
+    result does not depend on ``n_threads``.
     """
+    check_postings_input(&refs.c, inverse, rank, ptr, max_row)
+    # the scatter's scratch (its per-chunk offsets: chunks x V) goes with its
+    # frame, before the postings are sorted
+    entries, psuf, pcnt = scatter_postings(refs, inverse, rank, ptr, max_row, n_threads)
+    cdef uint16_t[::1] ps = psuf
+    cdef uint32_t[::1] pc = pcnt
+    cdef int64_t m = ps.shape[0]
+    maxe = sort_postings(ptr, <Entry*>cnp.PyArray_DATA(entries) if m else NULL,
+                         &ps[0] if m else NULL,
+                         &pc[0] if pc.shape[0] and m else NULL, n_threads)
+    return entries, psuf, pcnt, maxe
+
+
+cdef scatter_postings(Collection refs, const int32_t[::1] inverse, const int64_t[::1] rank,
+                      const int64_t[::1] ptr, int64_t max_row, int n_threads):
+    """The entries of build_postings (checked input), every posting in
+    (size, reference) order: ``(entries, psuf, pcnt)``."""
     cdef const Coll* C = &refs.c
     cdef int64_t n = C.n, N = <int64_t>C.F * n, V = ptr.shape[0] - 1
-    cdef int64_t nnz = inverse.shape[0], v
-    check_postings_input(C, inverse, rank, ptr, max_row)
+    cdef int64_t nnz = inverse.shape[0], m = ptr[V], v
     cdef bint bags = C.c != NULL
-    entries = np.empty(nnz, dtype=ENTRY_DTYPE)
-    psuf = np.empty(nnz, dtype=np.int32)
-    pcnt = np.empty(nnz if bags else 0, dtype=np.uint32)
-    cdef int32_t[::1] ps = psuf
+    entries = np.empty(m, dtype=ENTRY_DTYPE)
+    psuf = np.empty(m, dtype=np.uint16)
+    pcnt = np.empty(m if bags else 0, dtype=np.uint32)
+    cdef uint16_t[::1] ps = psuf
     cdef uint32_t[::1] pc = pcnt
-    cdef Entry* ent_p = <Entry*>cnp.PyArray_DATA(entries) if nnz else NULL
-    cdef int32_t* suf_p = &ps[0] if nnz else NULL
-    cdef uint32_t* cnt_p = &pc[0] if bags and nnz else NULL
+    cdef Entry* ent_p = <Entry*>cnp.PyArray_DATA(entries) if m else NULL
+    cdef uint16_t* suf_p = &ps[0] if m else NULL
+    cdef uint32_t* cnt_p = &pc[0] if bags and m else NULL
     # rows of each field in size order: the stable counting sort by token
     # below leaves every posting sorted by (size, reference)
     by_size = rows_by_size(C)
@@ -332,9 +363,7 @@ def build_postings(Collection refs, const int32_t[::1] inverse, const int64_t[::
         raise ValueError("overlap index: token tables that disagree")
     if status == 2:
         raise MemoryError("overlap index: out of memory")
-    del fill, order, by_size
-    maxe = sort_postings(ptr, ent_p, suf_p, cnt_p, n_threads)
-    return entries, psuf, pcnt, maxe
+    return entries, psuf, pcnt
 
 
 cdef int check_postings_input(const Coll* C, const int32_t[::1] inverse,
@@ -342,10 +371,21 @@ cdef int check_postings_input(const Coll* C, const int32_t[::1] inverse,
                               int64_t max_row) except -1:
     """ValueError unless build_postings' tables agree with the collection and each other."""
     cdef int F = C.F
-    cdef int64_t n = C.n, V = ptr.shape[0] - 1, nnz = inverse.shape[0], v
+    cdef int64_t n = C.n, V = ptr.shape[0] - 1, nnz = inverse.shape[0], v, t, kept = 0
     cdef int64_t lim = 2147483647
     if nnz != (C.ip[F * (n + 1) - 1] if F else 0) or rank.shape[0] != V or (
-            V and ptr[V] != nnz):
+            ptr.shape[0] < 1 or ptr[0] != 0):
+        raise ValueError("overlap index: token tables of different lengths")
+    # every slot of the postings is filled: as many indexed tokens as entries,
+    # the postings end to end
+    with nogil:
+        for t in range(nnz):
+            kept += inverse[t] >= 0
+        for v in range(V):
+            if ptr[v + 1] < ptr[v]:
+                kept = -1
+                break
+    if kept < 0 or ptr[V] != kept:
         raise ValueError("overlap index: token tables of different lengths")
     # the suffix masses compare ranks as 32-bit integers (row_suffixes)
     if V > lim:
@@ -417,7 +457,7 @@ cdef void chunk_offsets(const Coll* C, const int32_t* inv, const int64_t* order,
 cdef int scatter_chunks(const Coll* C, const int32_t* inv, const int64_t* rk,
                         const int64_t* order, const int64_t* ptr, int64_t V, int n_chunks,
                         int n_threads, int64_t max_row, const int64_t* cut, int64_t* fp,
-                        Entry* ent_p, int32_t* suf_p, uint32_t* cnt_p) noexcept nogil:
+                        Entry* ent_p, uint16_t* suf_p, uint32_t* cnt_p) noexcept nogil:
     """Every chunk's rows into their postings (scatter_row) from the chunk's own
     slots, on up to ``n_threads`` threads; 0, 1 when the tables disagree, 2 when
     memory runs out."""
@@ -471,7 +511,7 @@ cdef int scatter_chunks(const Coll* C, const int32_t* inv, const int64_t* rk,
     return 1 if bad else (2 if failed else 0)
 
 
-cdef sort_postings(const int64_t[::1] ptr, Entry* ent, int32_t* psuf, uint32_t* pcnt,
+cdef sort_postings(const int64_t[::1] ptr, Entry* ent, uint16_t* psuf, uint32_t* pcnt,
                    int n_threads):
     """Order every posting by (size ascending, suffix mass descending, reference).
 
@@ -479,7 +519,7 @@ cdef sort_postings(const int64_t[::1] ptr, Entry* ent, int32_t* psuf, uint32_t* 
     order is reordered by suffix mass (see sort_size_group).  The search reads
     a size range with a binary search and, inside each size, stops at the
     first entry the positional filter rejects (see scan_posting).  Returns
-    every posting's largest suffix mass.
+    every posting's largest suffix mass (a saturated group counts its size).
     """
     cdef int64_t V = ptr.shape[0] - 1, v, a, b, end, longest = 1
     maxe = np.empty(V, dtype=np.int32)
@@ -519,8 +559,9 @@ cdef sort_postings(const int64_t[::1] ptr, Entry* ent, int32_t* psuf, uint32_t* 
                             if psuf[b] > top:
                                 top = psuf[b]
                             b = b + 1
-                        if top > best:
-                            best = top
+                        # SUF_SAT stands for SUF_SAT or more: at most the size
+                        if top > best or top == SUF_SAT:
+                            best = top if top != SUF_SAT else (z if z > best else best)
                         if not in_order:
                             if buf == NULL:
                                 failed += 1

@@ -20,7 +20,7 @@ class ReferenceIndex:
         voff: NDArray[np.int64],
         pptr: NDArray[np.int64],
         entries: NDArray[np.void],
-        psuf: NDArray[np.int32],
+        psuf: NDArray[np.uint16],
         pcnt: NDArray[np.uint32],
         rank: NDArray[np.int64],
         maxe: NDArray[np.int32],

@@ -37,7 +37,7 @@ import threading
 
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
+from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint16_t, uint8_t
 from libc.stdlib cimport calloc, free
 
 from overlap._kernels cimport _limits
@@ -70,7 +70,7 @@ from overlap._kernels._signatures cimport (
 )
 from overlap._kernels._sort cimport lower_bound_u64, sort_u64
 from overlap._kernels._types cimport (
-    COUNT_MASK, FLAG_CANDIDATE, FLAG_DONE, MODE_JOIN, MODE_TOPK, REC, SIGW,
+    COUNT_MASK, FLAG_CANDIDATE, FLAG_DONE, MODE_JOIN, MODE_TOPK, REC, SIGW, SUF_SAT,
     Coll, Entry, Group, Index, TokenInfo, VocabSlot, overlap_prefetch, row_id,
 )
 from overlap._kernels._vocab cimport vocab_lookup
@@ -116,7 +116,7 @@ cdef class ReferenceIndex:
     cdef readonly object last_stats
 
     def __init__(self, Collection refs, vocab, voff, const int64_t[::1] pptr, entries,
-                 const int32_t[::1] psuf, const uint32_t[::1] pcnt,
+                 const uint16_t[::1] psuf, const uint32_t[::1] pcnt,
                  const int64_t[::1] rank, const int32_t[::1] maxe, const int64_t[::1] rrec,
                  int n_threads=1, bint signatures=True):
         """``vocab``/``voff``: every field's vocabulary table
@@ -654,6 +654,8 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
             continue
         e = X.psuf[p]
         z = ent[p].size
+        if e == SUF_SAT:
+            e = z  # SUF_SAT or more: the size bounds it
         if not may_reach(measure_of(mk), e if e < rest else rest, q, z, cut):
             continue
         ref_count = pcnt[p] if pcnt != NULL else 1
@@ -726,7 +728,7 @@ cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
             w = state[r]
             ref_count = pcnt[pb] if pcnt != NULL else 1
             add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-            gain = X.psuf[pb] - ref_count
+            gain = (X.psuf[pb] if X.psuf[pb] != SUF_SAT else batch_z[j]) - ref_count
             if gain > after:
                 gain = after
             if (w >> COUNT_BITS) == 1:

@@ -4,13 +4,19 @@
 # struct is part of the contract between the index builders (_postings,
 # _vocab, _collection) and the query phases (_postings_search).
 
-from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint8_t
+from libc.stdint cimport uint64_t, int64_t, uint32_t, int32_t, uint16_t, uint8_t
 
 from overlap._kernels._limits cimport COUNT_BITS
 
 cdef enum:
     # 64-bit words per token signature (256 bits: nearly collision-free on short rows)
     SIGW = 4
+
+cdef enum:
+    # Index.psuf holds suffix masses up to SUF_SAT - 1 as they are; SUF_SAT
+    # stands for "SUF_SAT or more", read as the entry's size (the mass of
+    # the whole reference in the field, never below its suffix mass)
+    SUF_SAT = 65535
 
 cdef enum:
     MODE_TOPK = 0
@@ -74,7 +80,7 @@ ctypedef struct Index:
     const int64_t* rrec      # per reference and field: (size, 64-bit token signature)
     const Entry* ent         # the posting entries, token by token
     const uint64_t* psig     # and each one's reference row signature (row_sig64)
-    const int32_t* psuf      # and each one's reference mass from the token on
+    const uint16_t* psuf     # and each one's reference mass from the token on (SUF_SAT: see there)
                              # (descending within a size)
     const int32_t* entry_refs  # their references alone (NULL until top_k needs them)
     bint has_sig             # psig is there (any entry at all)

@@ -3,7 +3,7 @@
 # with the length filter and the signature test it applies.  All cdef inline:
 # the phases call these per entry.
 
-from libc.stdint cimport uint64_t, int64_t, int32_t
+from libc.stdint cimport uint64_t, int64_t, int32_t, uint16_t
 
 from overlap._kernels cimport _limits
 from overlap._kernels._bounds cimport (
@@ -12,7 +12,7 @@ from overlap._kernels._bounds cimport (
     size_window,
 )
 from overlap._kernels._signatures cimport popcount64, sig_scan_fn
-from overlap._kernels._types cimport Entry, Group, Index, TokenInfo, overlap_prefetch
+from overlap._kernels._types cimport Entry, Group, Index, SUF_SAT, TokenInfo, overlap_prefetch
 
 cdef enum:
     # size groups of a posting whose first entries a walk asks for up front
@@ -170,7 +170,7 @@ cdef inline int64_t walk_next(Walk* w, MeasureArg mk) noexcept nogil:
     read entry by entry.
     """
     cdef const Entry* ent = w.X.ent
-    cdef const int32_t* psuf = w.X.psuf
+    cdef const uint16_t* psuf = w.X.psuf
     cdef int64_t e, z
     while w.p < w.end:
         z = ent[w.p].size
@@ -181,6 +181,8 @@ cdef inline int64_t walk_next(Walk* w, MeasureArg mk) noexcept nogil:
             continue
         w.n_read += 1
         e = psuf[w.p - 1]
+        if e == SUF_SAT:
+            e = z  # SUF_SAT or more: the size bounds it
         if may_reach(measure_of(mk), e if e < w.rest else w.rest, w.q, z, w.cut):
             w.z = z
             return w.p - 1
@@ -210,7 +212,7 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf, MeasureArg mk) no
     the positional filter and set [p, end) to the entries that pass it (a
     prefix of the group: e descends within it); False when the walk is over."""
     cdef const Group* grp
-    cdef const int32_t* psuf = w.X.psuf
+    cdef const uint16_t* psuf = w.X.psuf
     cdef int64_t z, e, p, gend, emin, rest = w.rest
     while True:
         w.g += 1
@@ -233,6 +235,10 @@ cdef inline bint walk_open_group(Walk* w, const SigFilter* sf, MeasureArg mk) no
         # an entry passes when may_reach(min(e, rest)); rest passes (the top
         # did), so exactly when e reaches the smallest count that passes
         emin = reach_count(measure_of(mk), w.q, z, w.cut)
+        if emin > SUF_SAT:
+            # a stored SUF_SAT reads as z (see SUF_SAT): those entries pass
+            # when z does, the others (below SUF_SAT) never
+            emin = SUF_SAT if z >= emin else SUF_SAT + 1
         p = grp.start + 1   # its first entry holds the top, which passed
         while p < gend and psuf[p] >= emin:
             p += 1

@@ -100,14 +100,21 @@ def test_a_lean_handed_over_renumbered_index_keeps_no_signatures(renumbered):
     one, 8 bytes a stored token."""
     fields = tuple(build(_columns(np.random.default_rng(6), 40, 2), False))
     nnz = sum(ts.nnz for ts in fields)
+    # a renumbered handed-over index leaves out the tokens one row holds
+    shared = sum(int(df[df >= 2].sum()) for df in (
+        np.unique(ts.hashes, return_counts=True)[1] for ts in fields))
+    assert 0 < shared < nnz
     lean = build_index(Handover(fields, lean=True), "units", 1, as_queries=True)
     handed = build_index(Handover(fields), "units", 1, as_queries=True)
     kept = build_index(fields, "units", 1, as_queries=True)
+    m = shared if renumbered else nnz
     assert kept._index.entry_signatures.shape == (nnz,)
-    assert handed._index.entry_signatures.shape == (nnz,)
+    assert handed._index.entry_signatures.shape == (m,)
     assert lean._index.entry_signatures.shape == ((0,) if renumbered else (nnz,))
-    assert np.array_equal(lean._index.entries, kept._index.entries)
-    assert np.array_equal(handed._index.entries, kept._index.entries)
+    assert lean._index.entries.shape == handed._index.entries.shape == (m,)
+    assert np.array_equal(lean._index.entries, handed._index.entries)
+    if not renumbered:
+        assert np.array_equal(handed._index.entries, kept._index.entries)
 
 
 def test_the_fields_go_before_the_postings_are_built(monkeypatch, renumbered):
@@ -225,3 +232,37 @@ def test_handed_references_go_before_the_bitmaps(monkeypatch):
     assert alive == [[False, False]] * 2  # one fill a field
     want = max_overlap(build(qcols, False), build(rcols, False))
     assert np.array_equal(got.score, want.score) and np.array_equal(got.index, want.index)
+
+
+@pytest.mark.parametrize("multiset", [False, True])
+def test_a_handed_over_index_leaves_out_the_tokens_one_row_holds(monkeypatch, renumbered,
+                                                               multiset):
+    """A renumbered handed-over index answers only its self-join: its
+    vocabulary and postings hold only the tokens two rows or more hold (in
+    each field).  An index over the caller's arrays answers other queries:
+    it holds every token."""
+    # a token of its own in every row (an id), and in some rows of the
+    # second field
+    cols = [[r + [1000 + i] * (f == 0 or i % 3 == 0) for i, r in enumerate(col)]
+            for f, col in enumerate(_columns(np.random.default_rng(9), 60, 2))]
+    fields = tuple(build(cols, multiset))
+    shared, every = 0, 0
+    for ts in fields:
+        df = np.unique(ts.hashes, return_counts=True)[1]
+        shared += int((df >= 2).sum())
+        every += df.shape[0]
+    assert 0 < shared < every
+    seen: list = []
+    make = _postings_search.ReferenceIndex
+
+    def spy(coll, vocab, voff, pptr, *args, **kwargs):
+        seen.append((int(pptr.shape[0] - 1), int((vocab[1::2].view(np.int64) >= 0).sum())))
+        return make(coll, vocab, voff, pptr, *args, **kwargs)
+
+    monkeypatch.setattr(_postings_search, "ReferenceIndex", spy)
+    index = build_index(Handover(fields, lean=True), "units", 2, as_queries=True)
+    got = index.join(None, threshold=0.5, n_threads=2)
+    want = shared if renumbered else every
+    assert seen == [(want, want)]
+    assert [(int(i), int(j)) for i, j in zip(got.left, got.right)] == \
+        [(i, j) for i, j, _ in ref.join(ref_units(cols, multiset), None, 0.5)]

@@ -258,11 +258,15 @@ ROW_LENGTHS = st.one_of(st.integers(0, 6), st.sampled_from([31, 32, 33, 34]), st
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(ROW_LENGTHS, min_size=1, max_size=30), st.integers(0, 2**32 - 1),
-       st.booleans(), st.sampled_from([1, 2, 3]))
-def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multiset, n_threads):
+       st.booleans(), st.sampled_from([1, 2, 3]), st.booleans())
+def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multiset, n_threads,
+                                                          left_out):
     """Every entry's reference, size, suffix mass and count, from the definition:
     rows of 0 to 90 distinct tokens (both sides of the 32-token switch from
-    counting to sorting), sets and bags, tokens 0-3 in most rows."""
+    counting to sorting), sets and bags, tokens 0-3 in most rows.  With
+    ``left_out``, the tokens one row holds are left out of the index (id -1,
+    ``_index.only_shared``, as a self-only index does): the other postings
+    are the same."""
     from overlap import _index
     from overlap._order import count_key_order
 
@@ -276,7 +280,10 @@ def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multis
     ts = TokenSets.from_ids(rows, multiset=multiset)
     coll = _index.collection((ts,))
     inverse = np.empty(ts.nnz, dtype=np.int32)
-    ((vocab, _, _, _, df),) = _index.vocabularies([ts.hashes], n_threads, inverse)
+    (tables,) = _index.vocabularies([ts.hashes], n_threads, inverse)
+    if left_out:
+        tables = _index.only_shared(*tables)
+    vocab, _, _, _, df = tables
     rank = np.empty(vocab.shape[0], dtype=np.int64)
     rank[count_key_order(df, vocab)] = np.arange(vocab.shape[0])
     pptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
@@ -295,6 +302,8 @@ def test_postings_hold_the_suffix_masses_of_the_definition(lengths, seed, multis
         hs = ts.hashes[a:b].tolist()
         cs = ts.counts[a:b].tolist() if multiset else [1] * (b - a)
         for h, c in zip(hs, cs):
+            if left_out and rows_of[h] == 1:
+                continue
             suf = sum(c2 for h2, c2 in zip(hs, cs) if order[h2] >= order[h])
             want.append((h, sum(cs), -suf, i, c))
     want.sort()
@@ -594,3 +603,39 @@ def test_the_search_kernel_checks_the_queries_it_is_asked_to_run():
     with pytest.raises(ValueError, match="outputs of shape"):
         top1(0, n, k=0)
     np.testing.assert_array_equal(top1(0, n)[:, 0], idx.max_overlap(ts).index)
+
+
+def _postings_input(rows: list, multiset: bool = False):
+    """(coll, inverse, rank, pptr, max_row) of build_postings for id rows."""
+    from overlap._order import count_key_order
+
+    ts = TokenSets.from_ids(rows, multiset=multiset)
+    coll = _index.collection((ts,))
+    inverse = np.empty(ts.nnz, dtype=np.int32)
+    ((vocab, _, _, _, df),) = _index.vocabularies([ts.hashes], 1, inverse)
+    rank = np.empty(vocab.shape[0], dtype=np.int64)
+    rank[count_key_order(df, vocab)] = np.arange(vocab.shape[0])
+    pptr = np.zeros(vocab.shape[0] + 1, dtype=np.int64)
+    np.cumsum(df, out=pptr[1:])
+    return coll, inverse, rank, pptr, _index.max_row((ts,))
+
+
+@pytest.mark.parametrize("spoil", ["id below -1", "id past the vocabulary", "one id left out",
+                                   "postings that go back", "postings that start late"])
+def test_build_postings_refuses_tables_that_disagree(spoil):
+    """Every stored token is a vocabulary id or -1 (left out), and the postings
+    hold exactly the tokens not left out, end to end from 0."""
+    coll, inverse, rank, pptr, longest = _postings_input([[1, 2, 3], [2, 3], [3, 4]])
+    inverse, pptr = inverse.copy(), pptr.copy()
+    if spoil == "id below -1":
+        inverse[0] = -2
+    elif spoil == "id past the vocabulary":
+        inverse[0] = rank.shape[0]
+    elif spoil == "one id left out":  # the postings still count it
+        inverse[0] = -1
+    elif spoil == "postings that go back":
+        pptr[1], pptr[2] = pptr[2], pptr[1]
+    else:
+        pptr[:-1] += 1
+    with pytest.raises(ValueError, match="overlap index: token tables"):
+        _postings.build_postings(coll, inverse, rank, pptr, longest, 1)
