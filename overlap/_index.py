@@ -209,7 +209,7 @@ def shift_ids(inv: np.ndarray, by: int) -> None:
     the index leaves out)."""
     for a in range(0, inv.shape[0], _ID_BLOCK):
         part = inv[a:a + _ID_BLOCK]
-        part[part >= 0] += by
+        np.add(part, by, out=part, where=part >= 0)
 
 
 def only_shared(keys: np.ndarray, inv: np.ndarray, table_keys: np.ndarray,
