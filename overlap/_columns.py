@@ -90,9 +90,9 @@ def take(col: Sequence, index: Sequence[int], fill: Any) -> Sequence:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    idx = np.asarray(index, dtype=np.int64)
+    idx = np.ascontiguousarray(index, dtype=np.int64)
     missing = idx < 0
-    taken = col.arrow.take(pa.array(idx, mask=missing))  # a null where j < 0
+    taken = col.arrow.take(_int64_array(pa, idx, missing))  # a null where j < 0
     if fill is None or not missing.any():
         return ArrowColumn(taken)
     if col.is_string and isinstance(fill, str):
@@ -105,8 +105,24 @@ def keep_rows(col: Sequence, keep: np.ndarray) -> Sequence:
     if isinstance(col, ArrowColumn):
         import pyarrow as pa
 
-        return ArrowColumn(col.arrow.filter(pa.array(np.asarray(keep, dtype=bool))))
+        mask = np.asarray(keep, dtype=bool)
+        bits = pa.py_buffer(np.packbits(mask, bitorder="little"))
+        return ArrowColumn(col.arrow.filter(
+            pa.Array.from_buffers(pa.bool_(), mask.shape[0], [None, bits])))
     return [v for v, m in zip(col, keep.tolist()) if m]
+
+
+def _int64_array(pa: Any, idx: np.ndarray, missing: np.ndarray) -> Any:
+    """An Arrow int64 array over ``idx``'s buffer, null where ``missing``.
+
+    Made from the buffers, not ``pa.array``: handed a numpy array, pyarrow
+    imports pandas (where installed) to check its type first, 0.2 s once per
+    process (the same for the boolean mask of :func:`keep_rows`).
+    """
+    n_missing = int(np.count_nonzero(missing))
+    valid = pa.py_buffer(np.packbits(~missing, bitorder="little")) if n_missing else None
+    return pa.Array.from_buffers(pa.int64(), idx.shape[0], [valid, pa.py_buffer(idx)],
+                                 null_count=n_missing)
 
 
 def release_arrow_memory() -> None:

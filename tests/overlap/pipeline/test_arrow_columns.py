@@ -216,3 +216,37 @@ def test_scan_and_dedup_write_the_same_files_with_either_reader(tmp_path, monkey
         assert arrow[k] == python[k], k
     report = json.loads(arrow["dedup.jsonl-report.json"])
     assert report["removed"] > 0 and report["removed_units"][0]["text"]
+
+
+def test_the_in_memory_commands_do_not_import_pandas(tmp_path):
+    """``take`` and ``keep_rows`` hand pyarrow arrays made from the numpy
+    buffers, not numpy arrays: ``pa.array`` imports pandas (where installed)
+    to check them, 0.2 s once per process."""
+    pytest.importorskip("pandas", reason="the check needs pandas installed (to stay out)")
+    import subprocess
+    import sys
+    import textwrap
+
+    import overlap
+
+    rows = [{"id": i, "text": f"row {i % 40} of some words {i % 7}", "label": "a"}
+            for i in range(400)]
+    src = str(tmp_path / "rows.jsonl")
+    _write_jsonl(src, rows)
+    ev = str(tmp_path / "eval.jsonl")
+    _write_jsonl(ev, rows[::50])
+    code = textwrap.dedent(f"""
+        import sys
+        from overlap.cli import main
+        assert main(["dedup", {src!r}, "--out", "kept.jsonl", "-q"]) == 0
+        assert main(["scan", {ev!r}, "--train", {src!r}, "--out", "scores.jsonl", "-q"]) == 0
+        print("pandas" in sys.modules)
+    """)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(overlap.__file__)))
+    env = dict(os.environ, OVERLAP_READER="arrow", PYTHONPATH=root)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+    kept = (tmp_path / "kept.jsonl").read_text().splitlines()
+    assert 0 < len(kept) < len(rows)
