@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ArrowColumn", "as_list", "take", "keep_rows", "texts_of", "release_arrow_memory"]
+__all__ = ["ArrowColumn", "arrow_indices", "as_list", "take", "keep_rows", "texts_of",
+           "release_arrow_memory"]
 
 #: Rows turned into Python values at a time while iterating.
 _ITER_ROWS = 65536
@@ -92,7 +93,7 @@ def take(col: Sequence, index: Sequence[int], fill: Any) -> Sequence:
 
     idx = np.ascontiguousarray(index, dtype=np.int64)
     missing = idx < 0
-    taken = col.arrow.take(_int64_array(pa, idx, missing))  # a null where j < 0
+    taken = col.arrow.take(arrow_indices(idx, missing))  # a null where j < 0
     if fill is None or not missing.any():
         return ArrowColumn(taken)
     if col.is_string and isinstance(fill, str):
@@ -112,14 +113,17 @@ def keep_rows(col: Sequence, keep: np.ndarray) -> Sequence:
     return [v for v, m in zip(col, keep.tolist()) if m]
 
 
-def _int64_array(pa: Any, idx: np.ndarray, missing: np.ndarray) -> Any:
-    """An Arrow int64 array over ``idx``'s buffer, null where ``missing``.
+def arrow_indices(idx: np.ndarray, missing: np.ndarray | None = None) -> Any:
+    """An Arrow int64 array over the buffer of ``idx`` (contiguous int64), null
+    where ``missing``: the indices of ``take`` for pyarrow.
 
     Made from the buffers, not ``pa.array``: handed a numpy array, pyarrow
     imports pandas (where installed) to check its type first, 0.2 s once per
     process (the same for the boolean mask of :func:`keep_rows`).
     """
-    n_missing = int(np.count_nonzero(missing))
+    import pyarrow as pa
+
+    n_missing = 0 if missing is None else int(np.count_nonzero(missing))
     valid = pa.py_buffer(np.packbits(~missing, bitorder="little")) if n_missing else None
     return pa.Array.from_buffers(pa.int64(), idx.shape[0], [valid, pa.py_buffer(idx)],
                                  null_count=n_missing)

@@ -59,6 +59,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._allocator import settle
+from ._columns import arrow_indices
 from ._fields import as_fields, check_compatible
 from ._prefetch import Prefetch
 from ._progress import ProgressArg, make_progress
@@ -576,14 +577,8 @@ def merge_scan_results(parts: Sequence[StreamScanResult]) -> StreamScanResult:
 def texts_at(col, rows: np.ndarray) -> list:
     """The str of ``rows`` of a chunk column (an Arrow array, or a sequence of str)."""
     if hasattr(col, "to_pylist") and hasattr(col, "take"):
-        import pyarrow as pa
-
-        idx = np.ascontiguousarray(rows, dtype=np.int64)
-        # an Arrow array over the numpy buffer: handed a numpy array, pyarrow
-        # imports pandas to check its type first (0.2 s, once per process,
-        # in the middle of a scan)
-        arr = pa.Array.from_buffers(pa.int64(), len(idx), [None, pa.py_buffer(idx)])
-        return col.take(arr).to_pylist()
+        # not a numpy array: pyarrow would import pandas in the middle of a scan
+        return col.take(arrow_indices(np.ascontiguousarray(rows, dtype=np.int64))).to_pylist()
     return [col[r] for r in rows.tolist()]
 
 

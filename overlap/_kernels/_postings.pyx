@@ -17,7 +17,9 @@ from libc.stdlib cimport malloc, free, qsort
 from overlap._kernels._collection cimport Collection
 from overlap._kernels._signatures cimport row_sig64
 from overlap._kernels._sort cimport chunk_first_slots, counting_sort_sizes, sort_u64
-from overlap._kernels._types cimport Coll, Entry, Group, SUF_SAT, TokenInfo, overlap_prefetch
+from overlap._kernels._types cimport (
+    Coll, Entry, Group, SUF_SAT, TokenInfo, overlap_prefetch, suffix_bound, suffix_stored,
+)
 
 cnp.import_array()
 
@@ -115,7 +117,7 @@ def group_records(const int32_t[::1] gsize, const int64_t[::1] gstart, const uin
             raise ValueError("overlap index: a size group starts out of range")
         gr[g].size = gsize[g]
         gr[g].start = gstart[g]
-        gr[g].top = psuf[gstart[g]] if psuf[gstart[g]] != SUF_SAT else gsize[g]
+        gr[g].top = <int32_t>suffix_bound(psuf[gstart[g]], gsize[g])
     return out
 
 
@@ -229,7 +231,7 @@ cdef inline int scatter_row(const int32_t* inv, const uint32_t* cnt, int64_t L, 
         fill[v] = u + 1
         ent[u].ref = r
         ent[u].size = z
-        psuf[u] = <uint16_t>(sf[m] if sf[m] < SUF_SAT else SUF_SAT)
+        psuf[u] = suffix_stored(sf[m])
         if pcnt != NULL:
             pcnt[u] = cnt[m]
     return 0
@@ -559,9 +561,8 @@ cdef sort_postings(const int64_t[::1] ptr, Entry* ent, uint16_t* psuf, uint32_t*
                             if psuf[b] > top:
                                 top = psuf[b]
                             b = b + 1
-                        # SUF_SAT stands for SUF_SAT or more: at most the size
-                        if top > best or top == SUF_SAT:
-                            best = top if top != SUF_SAT else (z if z > best else best)
+                        if suffix_bound(<uint16_t>top, z) > best:
+                            best = <int32_t>suffix_bound(<uint16_t>top, z)
                         if not in_order:
                             if buf == NULL:
                                 failed += 1

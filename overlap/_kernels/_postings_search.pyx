@@ -70,7 +70,7 @@ from overlap._kernels._signatures cimport (
 )
 from overlap._kernels._sort cimport lower_bound_u64, sort_u64
 from overlap._kernels._types cimport (
-    COUNT_MASK, FLAG_CANDIDATE, FLAG_DONE, MODE_JOIN, MODE_TOPK, REC, SIGW, SUF_SAT,
+    COUNT_MASK, FLAG_CANDIDATE, FLAG_DONE, MODE_JOIN, MODE_TOPK, REC, SIGW, suffix_bound,
     Coll, Entry, Group, Index, TokenInfo, VocabSlot, overlap_prefetch, row_id,
 )
 from overlap._kernels._vocab cimport vocab_lookup
@@ -652,10 +652,8 @@ cdef inline void scan_window(const Task* T, Query* u, Scratch* s, int64_t t,
             continue
         if w != 0:
             continue
-        e = X.psuf[p]
         z = ent[p].size
-        if e == SUF_SAT:
-            e = z  # SUF_SAT or more: the size bounds it
+        e = suffix_bound(X.psuf[p], z)
         if not may_reach(measure_of(mk), e if e < rest else rest, q, z, cut):
             continue
         ref_count = pcnt[p] if pcnt != NULL else 1
@@ -728,7 +726,7 @@ cdef inline void scan_walk(const Task* T, Query* u, Scratch* s, int64_t t,
             w = state[r]
             ref_count = pcnt[pb] if pcnt != NULL else 1
             add = <uint32_t>(ref_count if ref_count < qcount else qcount)
-            gain = (X.psuf[pb] if X.psuf[pb] != SUF_SAT else batch_z[j]) - ref_count
+            gain = suffix_bound(X.psuf[pb], batch_z[j]) - ref_count
             if gain > after:
                 gain = after
             if (w >> COUNT_BITS) == 1:

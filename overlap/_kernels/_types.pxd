@@ -108,3 +108,14 @@ cdef extern from *:
 cdef inline int64_t row_id(const Coll* C, int64_t i) noexcept nogil:
     """The id row i of C stands for in results (see Collection's ids)."""
     return C.id[i] if C.id != NULL else i
+
+
+cdef inline uint16_t suffix_stored(int64_t e) noexcept nogil:
+    """The Index.psuf value of suffix mass ``e`` (0 <= e): itself below SUF_SAT, else SUF_SAT."""
+    return <uint16_t>(e if e < SUF_SAT else SUF_SAT)
+
+
+cdef inline int64_t suffix_bound(uint16_t stored, int64_t size) noexcept nogil:
+    """The suffix mass an Index.psuf value stands for, at most: the value itself,
+    or the entry's ``size`` where it is SUF_SAT (see there)."""
+    return stored if stored != SUF_SAT else size

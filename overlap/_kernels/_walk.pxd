@@ -12,7 +12,9 @@ from overlap._kernels._bounds cimport (
     size_window,
 )
 from overlap._kernels._signatures cimport popcount64, sig_scan_fn
-from overlap._kernels._types cimport Entry, Group, Index, SUF_SAT, TokenInfo, overlap_prefetch
+from overlap._kernels._types cimport (
+    Entry, Group, Index, SUF_SAT, TokenInfo, overlap_prefetch, suffix_bound,
+)
 
 cdef enum:
     # size groups of a posting whose first entries a walk asks for up front
@@ -180,9 +182,7 @@ cdef inline int64_t walk_next(Walk* w, MeasureArg mk) noexcept nogil:
         if z < w.zlo:
             continue
         w.n_read += 1
-        e = psuf[w.p - 1]
-        if e == SUF_SAT:
-            e = z  # SUF_SAT or more: the size bounds it
+        e = suffix_bound(psuf[w.p - 1], z)
         if may_reach(measure_of(mk), e if e < w.rest else w.rest, w.q, z, w.cut):
             w.z = z
             return w.p - 1

@@ -10,6 +10,8 @@ import textwrap
 
 import pytest
 
+import overlap
+
 #: The start of every child: the module, and its resident memory in bytes.
 PREAMBLE = """
 import ctypes, os
@@ -22,14 +24,14 @@ def rss():
 
 
 def _child(body: str) -> list[str]:
-    """Run ``body`` after :data:`PREAMBLE` in a fresh process (from the
-    repository root); the words it printed."""
+    """Run ``body`` after :data:`PREAMBLE` in a fresh process that imports the
+    package under test (installed, or built in place); the words it printed."""
     if not os.path.exists("/proc/self/statm"):
         pytest.skip("needs /proc/self/statm (Linux) to read the resident memory")
-    root = os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.dirname(os.path.abspath(__file__)))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(overlap.__file__)))
     out = subprocess.run([sys.executable, "-c", PREAMBLE + textwrap.dedent(body)], check=True,
-                         capture_output=True, text=True, cwd=root)
+                         capture_output=True, text=True, cwd=root,
+                         env=dict(os.environ, PYTHONPATH=root))
     return out.stdout.split()
 
 
