@@ -56,6 +56,10 @@ HERE = Path(__file__).resolve().parent
 #: The folders whose .pyx files are compiled (each a package: a module's name is
 #: its path with dots); their .pxd and .h files are the modules' shared inputs.
 PACKAGES = ("overlap", "overlap/_kernels", "metrics")
+#: Folders of C headers that modules of any package include (the kernels' CPU
+#: switch, _cpu.h, which a cimport of _cpu.pxd names): on every module's
+#: include path, and among its dependencies.
+SHARED_HEADERS = ("overlap/_kernels",)
 
 
 def _truthy(name: str) -> bool:
@@ -224,9 +228,11 @@ def _fingerprint(pyx: Path, directives: dict) -> str:
 
 
 def header_depends(pkg: str) -> list[str]:
-    """The package's C headers, which the generated C includes verbatim: a
-    changed header must recompile the module (distutils compares these)."""
-    return [os.path.relpath(h, HERE) for h in sorted((HERE / pkg).glob("*.h"))]
+    """The package's C headers and the shared ones, which the generated C
+    includes verbatim: a changed header must recompile the module (distutils
+    compares these)."""
+    dirs = [pkg] + [d for d in SHARED_HEADERS if d != pkg]
+    return [os.path.relpath(h, HERE) for d in dirs for h in sorted((HERE / d).glob("*.h"))]
 
 
 def extensions() -> list[Extension]:
@@ -254,7 +260,8 @@ def extensions() -> list[Extension]:
             ext = Extension(
                 name,
                 [os.path.relpath(source, HERE)],
-                include_dirs=[np.get_include(), str(pyx.parent)],
+                include_dirs=[np.get_include(), str(pyx.parent)]
+                + [str(HERE / d) for d in SHARED_HEADERS if HERE / d != pyx.parent],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
                 depends=header_depends(pkg),
             )

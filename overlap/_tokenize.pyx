@@ -18,6 +18,17 @@ from overlap._kernels._hash cimport (
     seed_basis, fnv_byte, fnv_codepoint, finish_token, hash_id, ngram_step,
 )
 from overlap._kernels._sort cimport sort_hashes
+from overlap._kernels._cpu cimport current_level, CPU_LEVEL_AVX512
+
+cdef extern from "_ascii_simd.h" nogil:
+    enum:
+        ASCII_SIMD_MIN_ROW
+    const int64_t ASCII_SIMD_MAX_ROW
+    int ascii_simd_supported() noexcept
+    int64_t ascii_bounds_avx512(const uint8_t* p, int64_t n, int whitespace, uint64_t* tok,
+                                int* punct) noexcept
+    void ascii_hash_avx512(const uint8_t* p, int64_t n, const uint64_t* tok, int64_t nt,
+                           uint64_t basis, uint64_t* out) noexcept
 
 cnp.import_array()
 
@@ -359,6 +370,11 @@ def finalize_rows(const int64_t[::1] indptr, const uint64_t[::1] hashes, int ngr
 # is checked once per process against str.lower of every code point
 # (lower_matches_str_lower), and without that every non-ASCII row goes to
 # Python.  Python also decodes every row that is not valid UTF-8 (and raises).
+# Where the CPU runs AVX-512 (F, BW, DQ, VL), the ASCII rows of 8 bytes or
+# more in the wordpunct, intl and whitespace modes are scanned by the vector
+# kernels of _ascii_simd.h (scan_ascii_simd: the same hashes; 1.5-2.5x as fast as
+# scan_ascii, docs/streaming.md); the kernels' CPU level
+# (overlap._kernels._cpu) switches them off, for tests.
 
 ctypedef fused offset_t:
     int32_t
@@ -482,6 +498,54 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
         out[m] = finish_token(h, <uint64_t>(i - start))
         m += 1
     return m
+
+
+cdef bint _ascii_simd_cpu = ascii_simd_supported()
+
+
+def ascii_simd():
+    """Whether the ASCII rows of the next scan go through the AVX-512 kernels
+    (``_ascii_simd.h``): the CPU runs them and the kernels' CPU level
+    (``overlap._kernels._cpu``; tests lower it) is AVX-512."""
+    return bool(_ascii_simd_cpu and current_level() >= CPU_LEVEL_AVX512)
+
+
+cdef int64_t scan_ascii_simd(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis,
+                             uint64_t* out) noexcept nogil:
+    """scan_ascii of ``p[:n]`` by the AVX-512 kernels, for ``mode`` wordpunct, intl
+    or whitespace and ASCII_SIMD_MIN_ROW <= n < ASCII_SIMD_MAX_ROW; -1 when a byte
+    is >= 0x80 (nothing else is checked first).  ``out`` has room for ``n``."""
+    cdef int punct = 0
+    cdef int64_t m, t, k, s
+    cdef uint64_t run
+    m = ascii_bounds_avx512(p, n, mode == MODE_WHITESPACE, out, &punct)
+    if m <= 0:
+        return m
+    if punct:  # scan_ascii's rule: a run that is a substring of string.punctuation goes
+        k = 0
+        for t in range(m):
+            run = out[t]
+            s = <int64_t>(run >> 32)
+            if ASCII_PUNCT_POS[p[s]] >= 0 and ascii_in_punctuation(
+                    p, s, s + <int64_t>(run & <uint64_t>0xFFFFFFFF)):
+                continue
+            out[k] = run
+            k += 1
+        m = k
+    ascii_hash_avx512(p, n, out, m, basis, out)
+    return m
+
+
+cdef inline int64_t scan_ascii_row(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis,
+                                   uint64_t* out, bint simd) noexcept nogil:
+    """The token hashes of the row ``p[:n]`` if it is ASCII (scan_ascii, or its
+    AVX-512 kernels where ``simd`` and they take the row), else -1."""
+    if (simd and n >= ASCII_SIMD_MIN_ROW and n < ASCII_SIMD_MAX_ROW
+            and (mode == MODE_WORDPUNCT or mode == MODE_INTL or mode == MODE_WHITESPACE)):
+        return scan_ascii_simd(p, n, mode, basis, out)
+    if is_ascii(p, n):
+        return scan_ascii(p, n, mode, basis, out)
+    return -1
 
 
 cdef int64_t decode_lower(const uint8_t* p, Py_ssize_t n, uint32_t* out) noexcept nogil:
@@ -669,6 +733,7 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     cdef uint64_t basis = seed_basis(seed)
     cdef uint32_t* scratch
     cdef bint wide_in_c = lower_matches_str_lower()
+    cdef bint simd = _ascii_simd_cpu and current_level() >= CPU_LEVEL_AVX512
     # non-ASCII rows longer than WIDE_ROW_BYTES go to Python: 16 MiB a thread at most
     widest = min(widest, WIDE_ROW_BYTES)
     # the packed rows of every batch, one after the other, in one array grown
@@ -689,10 +754,9 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
             for i in prange(a, b, schedule="dynamic", chunksize=256):
                 lo = offsets[i]
                 hi = offsets[i + 1]
-                if is_ascii(dp + lo, hi - lo):
-                    m = scan_ascii(dp + lo, hi - lo, mode, basis, bp + (sv[i] - base_slot))
-                else:
-                    m = -1
+                m = scan_ascii_row(dp + lo, hi - lo, mode, basis, bp + (sv[i] - base_slot),
+                                   simd)
+                if m < 0:
                     if scratch != NULL and hi - lo <= widest:
                         m = decode_lower(dp + lo, hi - lo, scratch)
                     if m < 0:  # to Python

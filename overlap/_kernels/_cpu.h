@@ -27,7 +27,7 @@
 #define CPU_X86_DISPATCH 0
 #endif
 
-static int cpu_detect_level(void)
+static inline int cpu_detect_level(void)
 {
 #if CPU_X86_DISPATCH
     __builtin_cpu_init();

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
+from overlap import _tokenize
 from overlap._kernels import _cpu
 
 #: The CPU levels (``overlap._kernels._cpu``) that change the join walk's
@@ -44,6 +45,11 @@ def forced_path(path: str):
     finally:
         _dispatch.FORCE_PATH = prev
 
+
+#: The CPU levels that change the tokenizer's ASCII scan: portable (byte by
+#: byte, ``scan_ascii``) and, where this CPU runs its AVX-512 kernels
+#: (``overlap/_ascii_simd.h``), the top level.
+ASCII_SCAN_LEVELS = [0] + ([_cpu.cpu_level()] if _tokenize.ascii_simd() else [])
 
 #: Every CPU level this machine runs (each kernel test runs at all of them).
 ALL_LEVELS = list(range(_cpu.cpu_level() + 1))

@@ -10,7 +10,10 @@ FNV-1a + fmix64 and ``Counter``, on ASCII text heavy on the cases the scan
 treats apart: upper case at a token's start, runs of punctuation that are or
 are not substrings of ``string.punctuation``, '_' (a word character that is
 punctuation), control characters, every kind of space, and rows long enough
-for many tokens and many copies of one token.
+for many tokens and many copies of one token.  Every test runs at each CPU
+level that changes the scan (``levels.ASCII_SCAN_LEVELS``: byte by byte, and
+the AVX-512 kernels where the CPU has them; ``test_ascii_simd.py`` aims at
+those kernels' own edges).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from hypothesis import strategies as st
 
 from overlap import _tokenize
 from reference import overlap as ref
+from reference.levels import ASCII_SCAN_LEVELS, cpu_level
 
 pa = pytest.importorskip("pyarrow", reason="optional extra pyarrow is not installed")
 
@@ -37,6 +41,12 @@ PIECES = st.one_of(
     st.text(st.sampled_from(" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"), min_size=1, max_size=3),
 )
 ROWS = st.lists(st.lists(PIECES, max_size=80).map("".join), min_size=1, max_size=8)
+
+
+@pytest.fixture(params=ASCII_SCAN_LEVELS, autouse=True)
+def level(request):
+    with cpu_level(request.param):
+        yield request.param
 
 
 def _scan(texts, mode, seed, ngram=1, multiset=False, ordered=False):
