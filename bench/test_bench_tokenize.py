@@ -41,6 +41,11 @@ one thread and on all of them, in two groups:
   JSONL: every row is tokenized on its bytes.
 
 The Arrow path must return the list path's token sets exactly.
+
+The ASCII rows' scan by CPU level (``overlap/_ascii_simd.h``): the ASCII
+column above through the byte-by-byte scan (the kernels' CPU level set to
+portable) against the AVX-512 kernels, where this CPU runs them (else the
+group holds the byte-by-byte scan alone).  Both must give the same sets.
 """
 
 from __future__ import annotations
@@ -50,7 +55,8 @@ import pytest
 from numpy.testing import assert_array_equal
 
 import overlap
-from overlap import TokenSets, _ids
+from overlap import TokenSets, _ids, _tokenize
+from overlap._kernels import _cpu
 
 from ._peers import python_token_sets, sklearn_binary_matrix
 from ._workload import IDS_LEN_LOG_MEAN, W_VOCAB, Zipf, _utterances, word
@@ -248,3 +254,28 @@ def test_list_from_texts_arrow(benchmark, row_texts, row_expected, corpus, n_thr
     _rows_info(benchmark, row_texts[corpus], side="peer", peer="from_texts(list of str)",
                exact=True, timed="TokenSets.from_texts(texts)",
                n_threads=n_threads or overlap.effective_n_threads(None))
+
+
+# ------------------------------------- the ASCII rows' scan by CPU level (issue 29)
+G_ASCII_LEVELS = "from_texts_arrow: 1M ASCII rows, byte-by-byte scan vs AVX-512 kernels"
+#: portable, and the top level where this CPU runs the AVX-512 kernels
+ASCII_LEVELS = [0] + ([_cpu.cpu_level()] if _tokenize.ascii_simd() else [])
+
+
+@pytest.mark.parametrize("level", ASCII_LEVELS,
+                         ids=[_cpu.LEVEL_NAMES[lv] for lv in ASCII_LEVELS])
+@pytest.mark.parametrize("n_threads", THREADS)
+def test_ascii_scan_by_level(benchmark, row_texts, row_columns, row_expected, level, n_threads):
+    benchmark.group = G_ASCII_LEVELS
+    prev = _cpu.set_simd_level(level)
+    try:
+        ts = benchmark(TokenSets.from_texts, row_columns["ascii"], n_threads=n_threads)
+    finally:
+        _cpu.set_simd_level(prev)
+    assert ts == row_expected["ascii"]
+    kernels = "AVX-512 kernels" if level else "byte-by-byte scan"
+    info = dict(side="ours", timed=f"TokenSets.from_texts(pa.array(texts)), {kernels}")
+    if not level:
+        info.update(side="peer", peer="byte-by-byte scan (CPU level portable)", exact=True)
+    _rows_info(benchmark, row_texts["ascii"], n_threads=n_threads or
+               overlap.effective_n_threads(None), **info)

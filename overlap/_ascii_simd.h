@@ -6,17 +6,20 @@
  *
  * ascii_bounds_avx512  classifies 64 bytes at a time (space, word, other:
  *     is_space / is_word of the ASCII code points) into bit masks and lists
- *     the runs, each as (first byte << 32 | length).  A run of word bytes or
- *     of other bytes is a token (wordpunct, and intl: no ASCII code point is a
- *     single); a run of non-space bytes is one with `whitespace`.  -1 as soon
- *     as a byte is >= 0x80 (the caller then takes the row's non-ASCII path).
+ *     the runs, each as (first byte << 32 | flag << 31 | length).  A run of
+ *     word bytes or of other bytes is a token (wordpunct, and intl: no ASCII
+ *     code point is a single); a run of non-space bytes is one with
+ *     `whitespace`.  In wordpunct, a run of one byte of string.punctuation is
+ *     a substring of it and is not listed; a longer run that starts with such
+ *     a byte is flagged (the caller tests it).  -1 as soon as a byte is
+ *     >= 0x80 (the caller then takes the row's non-ASCII path).
  * ascii_hash_avx512  hashes eight listed tokens at a time, one per 64-bit
  *     lane: eight bytes of each are gathered, lower-cased and fed through
  *     FNV-1a (a lane stops at its token's length), then finish_token
  *     (overlap/_kernels/_hash.pxd): the same integers as hash_ascii.
  *
- * The caller drops the runs that are substrings of string.punctuation between
- * the two (the rule of scan_ascii), and sends rows of under 8 bytes, rows of
+ * The caller drops the flagged runs that are substrings of string.punctuation
+ * between the two (the rule of scan_ascii), and sends rows of under 8 bytes, rows of
  * 2^31 bytes or more, and the char and whole modes to scan_ascii.  The kernels
  * are compiled with __attribute__((target(...))) and run only where
  * ascii_simd_supported() (AVX-512 F, BW, DQ and VL); never -march=native.
@@ -45,11 +48,12 @@ static int ascii_simd_supported(void)
 }
 
 /* The classes of the 64 bytes p[0:64] (those past `valid` read as spaces):
- * word bytes in *word, other (non-space, non-word) bytes in *other, '_' in
- * *under.  Returns the mask of bytes >= 0x80. */
+ * word bytes in *word, other (non-space, non-word) bytes in *other, the
+ * bytes of string.punctuation (printable, neither space nor letter nor
+ * digit: '_' among them) in *punct.  Returns the mask of bytes >= 0x80. */
 ASCII_SIMD_TARGET static inline uint64_t ascii_classify64(const uint8_t* p, uint64_t valid,
                                                           uint64_t* word, uint64_t* other,
-                                                          uint64_t* under)
+                                                          uint64_t* punct)
 {
     const __m512i v = _mm512_mask_loadu_epi8(_mm512_set1_epi8(' '), (__mmask64)valid, p);
     const __m512i folded = _mm512_or_si512(v, _mm512_set1_epi8(0x20)); /* A-Z onto a-z */
@@ -64,9 +68,11 @@ ASCII_SIMD_TARGET static inline uint64_t ascii_classify64(const uint8_t* p, uint
         | _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(9)), _mm512_set1_epi8(4))
         | _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(28)), _mm512_set1_epi8(3));
     const uint64_t hi = _mm512_movepi8_mask(v);
+    const uint64_t printable =  /* 0x21-0x7e */
+        _mm512_cmple_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(0x21)), _mm512_set1_epi8(0x5d));
     *word = wd;
     *other = ~(wd | sp | hi);
-    *under = us;
+    *punct = (~(wd | sp) & printable) | us;
     return hi;
 }
 
@@ -75,73 +81,88 @@ static inline uint64_t ascii_valid_bytes(int64_t left)
     return left >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << left) - 1);
 }
 
+#define ASCII_RUN_FLAG ((uint64_t)1 << 31)
+#define ASCII_RUN_LENGTH ((uint64_t)0x7fffffff)
+
 /* The runs of p[0:n] (1 <= n < ASCII_SIMD_MAX_ROW) in order into tok (room for
- * n): first byte << 32 | length.  *punct: whether a run may start with a byte
- * of string.punctuation (a run of other bytes, or a '_').  Returns the number
- * of runs, or -1 when a byte is >= 0x80. */
+ * n): first byte << 32 | flag << 31 | length, the flag set on the runs that
+ * may be substrings of string.punctuation (wordpunct: a run of two bytes or
+ * more that starts with one of its bytes; a run of one such byte is left
+ * out).  *flagged: whether a listed run is flagged.  Returns the number of
+ * runs listed, or -1 when a byte is >= 0x80. */
 ASCII_SIMD_TARGET static int64_t ascii_bounds_avx512(const uint8_t* p, int64_t n, int whitespace,
-                                                     uint64_t* tok, int* punct)
+                                                     uint64_t* tok, int* flagged)
 {
-    int64_t m = 0, b, base, open = -1, e, s;
+    int64_t m = 0, b, base, e, s;
     const int64_t nb = (n + 63) / 64;
-    uint64_t w, o, u, wn = 0, on = 0, un, cw = 0, co = 0, any = 0, starts, ends;
-    if (ascii_classify64(p, ascii_valid_bytes(n), &w, &o, &u))
+    uint64_t w, o, pu, wn = 0, on = 0, pn = 0, cw = 0, co = 0, starts, ends, one, marks = 0;
+    uint64_t open = 0; /* the first byte << 32 | flag of a run from the blocks before */
+    int is_open = 0;
+    if (ascii_classify64(p, ascii_valid_bytes(n), &w, &o, &pu))
         return -1;
     if (whitespace) {
         w |= o;
-        o = 0;
+        o = pu = 0;
     }
-    any = o | u;
     for (b = 0; b < nb; b++) {
         base = 64 * b;
         /* the next block's classes: whether a run goes on past this block */
         if (b + 1 < nb) {
-            if (ascii_classify64(p + base + 64, ascii_valid_bytes(n - base - 64), &wn, &on, &un))
+            if (ascii_classify64(p + base + 64, ascii_valid_bytes(n - base - 64), &wn, &on, &pn))
                 return -1;
             if (whitespace) {
                 wn |= on;
-                on = 0;
+                on = pn = 0;
             }
-            any |= on | un;
         } else {
-            wn = on = 0;
+            wn = on = pn = 0;
         }
         starts = (w & ~((w << 1) | cw)) | (o & ~((o << 1) | co));
         ends = (w & ~((w >> 1) | (wn << 63))) | (o & ~((o >> 1) | (on << 63)));
+        /* a run of one punctuation byte: listed by neither mask */
+        one = starts & ends & pu;
+        starts &= ~one;
+        ends &= ~one;
+        marks |= starts & pu;
         /* starts and ends alternate: a run open from the blocks before ends
          * at the first end, every other end closes the start before it */
-        if (open >= 0 && ends) {
+        if (is_open && ends) {
             e = base + __builtin_ctzll(ends) + 1;
             ends &= ends - 1;
-            tok[m++] = ((uint64_t)open << 32) | (uint64_t)(e - open);
-            open = -1;
+            tok[m++] = open | (uint64_t)(e - (int64_t)(open >> 32));
+            is_open = 0;
         }
         while (ends) {
-            s = base + __builtin_ctzll(starts);
+            s = __builtin_ctzll(starts);
             starts &= starts - 1;
             e = base + __builtin_ctzll(ends) + 1;
             ends &= ends - 1;
-            tok[m++] = ((uint64_t)s << 32) | (uint64_t)(e - s);
+            tok[m++] = ((uint64_t)(base + s) << 32) | (((pu >> s) & 1) << 31)
+                       | (uint64_t)(e - base - s);
         }
-        if (starts) /* at most one: a run that goes on into the next block */
-            open = base + __builtin_ctzll(starts);
+        if (starts) { /* at most one: a run that goes on into the next block */
+            s = __builtin_ctzll(starts);
+            open = ((uint64_t)(base + s) << 32) | (((pu >> s) & 1) << 31);
+            is_open = 1;
+        }
         cw = w >> 63;
         co = o >> 63;
         w = wn;
         o = on;
+        pu = pn;
     }
-    *punct = (whitespace == 0) && (any != 0);
+    *flagged = marks != 0;
     return m;
 }
 
-/* out[t] = hash_ascii of the run tok[t] of p[0:n] (n >= 8), for t < nt; out
- * may be tok. */
+/* out[t] = hash_ascii of the run tok[t] of p[0:n] (n >= 8; its flag is
+ * ignored), for t < nt; out may be tok. */
 ASCII_SIMD_TARGET static void ascii_hash_avx512(const uint8_t* p, int64_t n, const uint64_t* tok,
                                                 int64_t nt, uint64_t basis, uint64_t* out)
 {
     const __m512i vbasis = _mm512_set1_epi64((long long)basis);
     const __m512i prime = _mm512_set1_epi64((long long)0x100000001b3ULL);
-    const __m512i low32 = _mm512_set1_epi64(0xffffffffLL);
+    const __m512i low31 = _mm512_set1_epi64((long long)ASCII_RUN_LENGTH);
     const __m512i last = _mm512_set1_epi64(n - 8);
     const __m512i byte = _mm512_set1_epi64(0xff);
     const __m512i from_a = _mm512_set1_epi64(0x3f3f3f3f3f3f3f3fLL);  /* + 'A' sets bit 7 */
@@ -154,7 +175,7 @@ ASCII_SIMD_TARGET static void ascii_hash_avx512(const uint8_t* p, int64_t n, con
     for (t = 0; t < nt; t += 8) {
         const __mmask8 lanes = nt - t >= 8 ? (__mmask8)0xff : (__mmask8)((1u << (nt - t)) - 1);
         const __m512i packed = _mm512_maskz_loadu_epi64(lanes, tok + t);
-        const __m512i len = _mm512_and_si512(packed, low32);
+        const __m512i len = _mm512_and_si512(packed, low31);
         __m512i at = _mm512_srli_epi64(packed, 32), h = vbasis;
         for (o = 0;; o += 8) {
             const __mmask8 live = _mm512_cmpgt_epu64_mask(len, _mm512_set1_epi64(o));
@@ -195,10 +216,10 @@ ASCII_SIMD_TARGET static void ascii_hash_avx512(const uint8_t* p, int64_t n, con
 static int ascii_simd_supported(void) { return 0; }
 
 static int64_t ascii_bounds_avx512(const uint8_t* p, int64_t n, int whitespace, uint64_t* tok,
-                                   int* punct)
+                                   int* flagged)
 {
     (void)p; (void)n; (void)whitespace; (void)tok;
-    *punct = 0;
+    *flagged = 0;
     return -1;
 }
 

@@ -25,8 +25,10 @@ cdef extern from "_ascii_simd.h" nogil:
         ASCII_SIMD_MIN_ROW
     const int64_t ASCII_SIMD_MAX_ROW
     int ascii_simd_supported() noexcept
+    const uint64_t ASCII_RUN_FLAG
+    const uint64_t ASCII_RUN_LENGTH
     int64_t ascii_bounds_avx512(const uint8_t* p, int64_t n, int whitespace, uint64_t* tok,
-                                int* punct) noexcept
+                                int* flagged) noexcept
     void ascii_hash_avx512(const uint8_t* p, int64_t n, const uint64_t* tok, int64_t nt,
                            uint64_t basis, uint64_t* out) noexcept
 
@@ -515,20 +517,20 @@ cdef int64_t scan_ascii_simd(const uint8_t* p, Py_ssize_t n, int mode, uint64_t 
     """scan_ascii of ``p[:n]`` by the AVX-512 kernels, for ``mode`` wordpunct, intl
     or whitespace and ASCII_SIMD_MIN_ROW <= n < ASCII_SIMD_MAX_ROW; -1 when a byte
     is >= 0x80 (nothing else is checked first).  ``out`` has room for ``n``."""
-    cdef int punct = 0
+    cdef int flagged = 0
     cdef int64_t m, t, k, s
     cdef uint64_t run
-    m = ascii_bounds_avx512(p, n, mode == MODE_WHITESPACE, out, &punct)
+    m = ascii_bounds_avx512(p, n, mode == MODE_WHITESPACE, out, &flagged)
     if m <= 0:
         return m
-    if punct:  # scan_ascii's rule: a run that is a substring of string.punctuation goes
+    if flagged:  # scan_ascii's rule: a run that is a substring of string.punctuation goes
         k = 0
         for t in range(m):
             run = out[t]
-            s = <int64_t>(run >> 32)
-            if ASCII_PUNCT_POS[p[s]] >= 0 and ascii_in_punctuation(
-                    p, s, s + <int64_t>(run & <uint64_t>0xFFFFFFFF)):
-                continue
+            if run & ASCII_RUN_FLAG:
+                s = <int64_t>(run >> 32)
+                if ascii_in_punctuation(p, s, s + <int64_t>(run & ASCII_RUN_LENGTH)):
+                    continue
             out[k] = run
             k += 1
         m = k
