@@ -27,8 +27,6 @@ from overlap import _tokenize
 from reference import overlap as ref
 from reference.levels import ASCII_SCAN_LEVELS, cpu_level
 
-pa = pytest.importorskip("pyarrow", reason="optional extra pyarrow is not installed")
-
 WORDPUNCT, WHITESPACE = 0, 1
 REF_TOKENS = {WORDPUNCT: ref.tokenize_wordpunct, WHITESPACE: ref.tokenize_whitespace}
 
