@@ -70,8 +70,8 @@ BLOCK_BYTES = 2 << 20
 #: thread's only): 37 MB of ``overlap dedup``'s peak on a 101 MB file
 #: (456-457 MB against 491-499 MB, three runs each), and reading that file
 #: took no longer on two cores (0.62-0.80 s against 0.73-0.84 s).  The
-#: chunked reader's blocks parse on the pool (its arrays come from the
-#: system pool, ``overlap._arrow_pool``).
+#: chunked reader's blocks parse on the pool (its arrays come from
+#: ``overlap._arrow_pool.reading_pool``: jemalloc's, not mimalloc's).
 WHOLE_FILE_THREADS = False
 #: Parquet rows per record batch.
 PARQUET_BATCH = 65536
