@@ -25,17 +25,18 @@ allocated its arrays from the default pool whatever pool it was handed
 (pyarrow 26), so CSV keeps that one; whole-file reads keep it too, and
 ``overlap._columns.release_arrow_memory`` empties it when the table goes.
 
-The pool is pyarrow's jemalloc pool where the pyarrow build has one (the
-Linux and macOS wheels), and the system pool elsewhere.  With the system
+The pool is pyarrow's jemalloc pool where the pyarrow build has one (its
+Linux wheels do), and the system pool elsewhere.  With the system
 pool, a long Parquet scan's peak memory crept: glibc kept the blocks of
 varying size that the Parquet reader grows and frees in its thread's heap,
 and the heaps' free memory grew chunk after chunk (the 5 GB corpus as
-Parquet at ``min_score=0.5``: 419 MB at the peak; the 0.3 GB file scanned
-six times in one call at ``min_score=0``: 399-428 MB, rising through the
-scan).  jemalloc's size classes keep it flat: 276-288 MB on the six scans,
-and 211-253 against 271-359 MB on one 0.3 GB scan in the same time
-(1.45-1.50 against 1.41-1.50 s, alternating).  JSONL is the same with either
-pool (219-223 MB, 1.59-1.78 s).
+Parquet at ``min_score=0.5``: 410-416 MB at the peak; the 0.3 GB file
+scanned six times in one call at ``min_score=0``: 399-428 MB, rising
+through the scan).  jemalloc keeps it flat: 274-292 MB on the 5 GB corpus
+(21.7-22.1 against 21.0-21.5 s), 276-288 MB on the six scans, and 215-219
+against 284-351 MB on one 0.3 GB scan in the same time (1.37-1.56 against
+1.39-1.51 s, alternating).  JSONL is the same with either pool (219-223 MB,
+1.59-1.78 s).
 """
 
 from __future__ import annotations
