@@ -371,13 +371,17 @@ def _parquet_rows(pa, pf, path, fields) -> Iterator[Batch]:
 
 def _string_column(col) -> Any:
     import pyarrow as pa
+    import pyarrow.compute as pc
+
     t = col.type
     if pa.types.is_dictionary(t) and str(t.value_type) in _STRING_TYPES:
         col = col.dictionary_decode()
         t = col.type
     if str(t) not in _STRING_TYPES or col.null_count:
         return None
-    return col.cast(pa.large_string())  # new offsets; the strings' bytes are shared
+    # new offsets; the strings' bytes are shared (pc.cast: the cast method
+    # imported pandas before pyarrow 12)
+    return pc.cast(col, pa.large_string())
 
 
 # ------------------------------------------------------------------ whole files

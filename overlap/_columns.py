@@ -93,7 +93,8 @@ def take(col: Sequence, index: Sequence[int], fill: Any) -> Sequence:
 
     idx = np.ascontiguousarray(index, dtype=np.int64)
     missing = idx < 0
-    taken = col.arrow.take(arrow_indices(idx, missing))  # a null where j < 0
+    # pc.take, not the array's take method: before pyarrow 12 that imported pandas
+    taken = pc.take(col.arrow, arrow_indices(idx, missing))  # a null where j < 0
     if fill is None or not missing.any():
         return ArrowColumn(taken)
     if col.is_string and isinstance(fill, str):
@@ -105,11 +106,12 @@ def keep_rows(col: Sequence, keep: np.ndarray) -> Sequence:
     """The rows of ``col`` where the boolean ``keep`` is True, in order."""
     if isinstance(col, ArrowColumn):
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         mask = np.asarray(keep, dtype=bool)
         bits = pa.py_buffer(np.packbits(mask, bitorder="little"))
-        return ArrowColumn(col.arrow.filter(
-            pa.Array.from_buffers(pa.bool_(), mask.shape[0], [None, bits])))
+        return ArrowColumn(pc.filter(  # not the filter method: see take
+            col.arrow, pa.Array.from_buffers(pa.bool_(), mask.shape[0], [None, bits])))
     return [v for v, m in zip(col, keep.tolist()) if m]
 
 

@@ -114,6 +114,15 @@ class Records:
         self._close(complete)
 
 
+def _open_file_size(f: Any) -> int:
+    """Bytes of the open file ``f``: a Python file, or a pyarrow ``OSFile`` (a
+    ``.zst`` file's: its ``size()``, as its ``fileno()`` fails before pyarrow 25)."""
+    size = getattr(f, "size", None)
+    if callable(size):
+        return int(size())
+    return os.fstat(f.fileno()).st_size
+
+
 class Lines:
     """Decoded lines of a (possibly gzip) file, numbered from 1 (a BOM dropped).
 
@@ -138,7 +147,7 @@ class Lines:
             self.stream = open_binary(path)
             self.raw = getattr(self.stream, "fileobj", None) or self.stream
             try:
-                size = os.fstat(self.raw.fileno()).st_size
+                size = _open_file_size(self.raw)
                 self.read = LineProgress(progress, self.raw, size, "read")
             except BaseException:
                 self.stream.close()

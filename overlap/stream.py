@@ -577,8 +577,12 @@ def merge_scan_results(parts: Sequence[StreamScanResult]) -> StreamScanResult:
 def texts_at(col, rows: np.ndarray) -> list:
     """The str of ``rows`` of a chunk column (an Arrow array, or a sequence of str)."""
     if hasattr(col, "to_pylist") and hasattr(col, "take"):
-        # not a numpy array: pyarrow would import pandas in the middle of a scan
-        return col.take(arrow_indices(np.ascontiguousarray(rows, dtype=np.int64))).to_pylist()
+        import pyarrow.compute as pc
+
+        # an Arrow array of indices and pc.take, not a numpy array or the array's
+        # take method: pyarrow would import pandas in the middle of a scan (the
+        # method did before pyarrow 12)
+        return pc.take(col, arrow_indices(np.ascontiguousarray(rows, dtype=np.int64))).to_pylist()
     return [col[r] for r in rows.tolist()]
 
 
