@@ -88,7 +88,6 @@ def take(col: Sequence, index: Sequence[int], fill: Any) -> Sequence:
     other than None goes into a column of another type than strings."""
     if not isinstance(col, ArrowColumn) or len(index) * _SMALL_TAKE < len(col):
         return [col[j] if j >= 0 else fill for j in index]
-    import pyarrow as pa
     import pyarrow.compute as pc
 
     idx = np.ascontiguousarray(index, dtype=np.int64)

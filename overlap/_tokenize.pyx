@@ -505,11 +505,17 @@ cdef int64_t scan_ascii(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis
 cdef bint _ascii_simd_cpu = ascii_simd_supported()
 
 
+cdef inline bint use_ascii_simd() noexcept nogil:
+    """Whether a scan starting now sends ASCII rows to the AVX-512 kernels: the CPU
+    runs them and the kernels' CPU level (``overlap._kernels._cpu``; tests lower
+    it) is AVX-512."""
+    return _ascii_simd_cpu and current_level() >= CPU_LEVEL_AVX512
+
+
 def ascii_simd():
     """Whether the ASCII rows of the next scan go through the AVX-512 kernels
-    (``_ascii_simd.h``): the CPU runs them and the kernels' CPU level
-    (``overlap._kernels._cpu``; tests lower it) is AVX-512."""
-    return bool(_ascii_simd_cpu and current_level() >= CPU_LEVEL_AVX512)
+    (``_ascii_simd.h``; see use_ascii_simd)."""
+    return bool(use_ascii_simd())
 
 
 cdef int64_t scan_ascii_simd(const uint8_t* p, Py_ssize_t n, int mode, uint64_t basis,
@@ -735,7 +741,7 @@ def scan_utf8(const offset_t[::1] offsets, const uint8_t[::1] data, int mode, ui
     cdef uint64_t basis = seed_basis(seed)
     cdef uint32_t* scratch
     cdef bint wide_in_c = lower_matches_str_lower()
-    cdef bint simd = _ascii_simd_cpu and current_level() >= CPU_LEVEL_AVX512
+    cdef bint simd = use_ascii_simd()
     # non-ASCII rows longer than WIDE_ROW_BYTES go to Python: 16 MiB a thread at most
     widest = min(widest, WIDE_ROW_BYTES)
     # the packed rows of every batch, one after the other, in one array grown
