@@ -6,6 +6,8 @@
 #                          variants never share generated C, objects or modules
 #   .ci-work/logs/JOB.log  the job's full output (also streamed to stdout)
 #   .ci-work/junit/JOB.xml pytest's counts, summed by ci_finish
+#   .ci-work/wheel/        the package's wheel, built by the first job of the run
+#                          that installs it (all, floor)
 #   .ci-work/status        one "JOB STATUS SECONDS" line per finished job
 
 CI_ROOT=$(pwd)
@@ -18,6 +20,8 @@ export OVERLAP_BUILD_JOBS=${OVERLAP_BUILD_JOBS:-2}
 
 ci_start() {
   mkdir -p "$CI_WORK/logs" "$CI_WORK/junit"
+  # the wheel of an earlier run is of an earlier tree (.ci/extended, ci_wheel)
+  rm -rf "$CI_WORK/wheel"
   : > "$CI_WORK/status"
   CI_T0=$(date +%s)
 }

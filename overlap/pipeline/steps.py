@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
 
 from .._fields import Handover, as_fields
 from .._progress import ProgressArg, check_progress
@@ -351,6 +349,10 @@ def dedup_first_fields(fields: tuple | Handover, threshold: float, nt: int,
         if keep[b] and keep[a]:
             keep[b] = False
             kept_for[b] = a
+    # scipy.sparse costs 0.2 s to import: only the dedup that needs it pays
+    from scipy import sparse
+    from scipy.sparse import csgraph
+
     graph = sparse.coo_matrix((np.ones(left.shape[0]), (left, right)), shape=(n, n))
     _, comp = csgraph.connected_components(graph, directed=False)
     smallest = np.full(comp.max() + 1, n, dtype=np.int64)
