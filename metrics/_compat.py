@@ -12,17 +12,21 @@ an equivalent built from functions the floor has:
 - ``betaincc``: scipy 1.11. Fallback: the symmetry
   ``I_x(a, b) = 1 - I_{1-x}(b, a)``, i.e. ``betainc(b, a, 1 - x)``; ``1 - x`` is
   exact for ``x >= 0.5`` (the two-sided p-value's case).
+
+``betaincc`` and ``HAVE_BETAINCC`` are looked up on first use: scipy.special
+takes a third of a second to import, which the relation scorer (numpy's
+``bitwise_count`` only) does not need.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from scipy import special
 
 __all__ = ["vecdot", "bitwise_count", "betaincc", "HAVE_NUMPY2", "HAVE_BETAINCC"]
 
 HAVE_NUMPY2 = hasattr(np, "vecdot") and hasattr(np, "bitwise_count")
-HAVE_BETAINCC = hasattr(special, "betaincc")
 
 _BYTE_POPCOUNT = np.array([bin(i).count("1") for i in range(256)], dtype=np.uint8)
 
@@ -62,6 +66,8 @@ def _betaincc_fallback(a, b, x):
     1e-9 error.  Where the lower tail is below one half the upper one is
     ``1 - I_x(a, b)`` to within rounding, so that is used there.
     """
+    from scipy import special
+
     x = np.asarray(x, dtype=np.float64)
     lower = special.betainc(a, b, x)
     upper = special.betainc(b, a, 1 - x)
@@ -70,4 +76,14 @@ def _betaincc_fallback(a, b, x):
 
 vecdot = np.vecdot if hasattr(np, "vecdot") else _vecdot_fallback
 bitwise_count = np.bitwise_count if hasattr(np, "bitwise_count") else _bitwise_count_fallback
-betaincc = special.betaincc if HAVE_BETAINCC else _betaincc_fallback
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("betaincc", "HAVE_BETAINCC"):
+        from scipy import special
+
+        have = hasattr(special, "betaincc")
+        globals().update(HAVE_BETAINCC=have,
+                         betaincc=special.betaincc if have else _betaincc_fallback)
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,9 +17,6 @@ import sys
 import warnings
 
 from . import agreement, relation
-# the package's public names: the correlation functions stay importable from
-# ``metrics`` whichever module implements them
-from . import grouped, kendall, pearson, spearman
 
 PROG = "python -m metrics"
 
@@ -309,6 +306,10 @@ def _run_corr(args, out, err) -> int:
     ci = args.ci
     if ci is not None and args.ci_method == "bootstrap" and args.n_resamples < 1:
         raise InputError(f"--n-resamples must be >= 1, got {args.n_resamples}")
+    # the package's public names (they stay importable from ``metrics``
+    # whichever module implements them), imported here: scipy is for corr only
+    from . import grouped, kendall, pearson, spearman
+
     funcs = {"pearson": pearson, "spearman": spearman, "kendall": kendall}
     rows = []
     # the statistics' warnings (constant input, too few rows, a degenerate

@@ -466,3 +466,27 @@ def test_corr_ci_level_is_checked(tmp_path, capsys):
             run(["corr", gold, gold, "--ci", bad])
         assert exc.value.code == 2
         assert "--ci: must be a number in (0, 1)" in capsys.readouterr().err
+
+
+def test_the_relation_scorer_loads_no_scipy(tmp_path):
+    # ``import metrics`` loads its names on first use, and the relation scorer
+    # needs numpy only: scipy.stats and scipy.special (half a second) are
+    # loaded by the correlation functions, which are scipy's own then
+    code = (
+        "import sys, warnings\n"
+        "import metrics\n"
+        "from metrics.cli import build_parser\n"
+        "build_parser()\n"
+        "metrics.relation_f1, metrics.read_sent_relations, metrics.krippendorff_alpha\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n"
+        "import scipy.stats\n"
+        "x, y = [1.0, 2.0, 3.0, 4.0], [1.0, 3.0, 2.0, 5.0]\n"
+        "assert metrics.pearson(x, y).statistic == scipy.stats.pearsonr(x, y).statistic\n"
+        "assert metrics.correlation.ConstantInputWarning is scipy.stats.ConstantInputWarning\n"
+        "assert metrics.grouped.__name__ == 'grouped'\n"
+        "print('ok')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=tmp_path, env=_env(), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["[]", "ok"], r.stdout

@@ -18,8 +18,8 @@ and ``.pxd`` files, and every dynamic import with a literal name
 (``importlib.import_module``, ``__import__``, ``overlap._optional.require``;
 relative names resolved against the package argument).  A dynamic import whose
 name is computed is an error unless ``COMPUTED_IMPORTS`` says how it is read:
-``overlap``'s lazy public names are the table ``_EXPORTS``, read here as
-imports.  So neither a lazy import nor a kernel can hide a violation.
+``overlap``'s and ``metrics``' lazy public names are their tables ``_EXPORTS``,
+read here as imports.  So neither a lazy import nor a kernel can hide a violation.
 
 Private names
 -------------
@@ -82,6 +82,7 @@ LAYERS = {
 # when they import only third-party modules, why).
 COMPUTED_IMPORTS: dict[str, tuple[str | None, str]] = {
     "overlap": ("_EXPORTS", "__getattr__ loads the public names lazily from _EXPORTS"),
+    "metrics": ("_EXPORTS", "__getattr__ loads the public names and modules lazily from _EXPORTS"),
     "overlap._optional": (None, "require(module) imports an optional third-party extra; "
                                 "its callers pass literal names, read as imports here"),
 }

@@ -70,6 +70,23 @@ def test_importing_the_package_loads_no_kernel(tmp_path):
     assert r.stdout.strip() == "[]"
 
 
+def test_parsing_the_arguments_loads_no_scipy(tmp_path):
+    # scipy.sparse costs 0.2 s, and only dedup's component labels need it:
+    # the parser (which reads constants of the pipeline's modules) and
+    # --version do without
+    code = ("import sys\n"
+            "from overlap.cli import main\n"
+            "try:\n"
+            "    main(['--version'])\n"
+            "except SystemExit:\n"
+            "    pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                       env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout
+
+
 def test_lazy_names_are_the_real_ones():
     import overlap.search
     import overlap.tokensets
