@@ -58,14 +58,19 @@ def test_dedup_says_one_pair(tmp_path, capsys):
     assert "2 passes," in said and "1 pair above" in said, said
 
 
+def _python(code: str, cwd) -> subprocess.CompletedProcess:
+    """``python -c code`` in a fresh interpreter, with this session's package first."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=cwd,
+                          env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
+
+
 def test_importing_the_package_loads_no_kernel(tmp_path):
     # the command's entry point starts before numpy and the kernels are loaded,
     # so that Ctrl-C during their import is answered like any other Ctrl-C
     code = ("import sys, overlap, overlap.cli\n"
             "print(sorted(m for m in ('numpy', 'overlap._kernels._postings_search', 'overlap.tokensets')"
             " if m in sys.modules))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                       env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
+    r = _python(code, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
 
@@ -81,8 +86,7 @@ def test_parsing_the_arguments_loads_no_scipy(tmp_path):
             "except SystemExit:\n"
             "    pass\n"
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                       env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
+    r = _python(code, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout
 
@@ -127,7 +131,6 @@ def test_a_submodule_import_hides_no_public_function(tmp_path):
             "import overlap.dedup as m\n"
             "from overlap.dedup import DedupResult\n"
             "print(callable(overlap.dedup), overlap.dedup.__module__, DedupResult.__name__)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                       env=dict(os.environ, PYTHONPATH=PKG_ROOT), timeout=120)
+    r = _python(code, tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "overlap.dedup", "DedupResult"]
