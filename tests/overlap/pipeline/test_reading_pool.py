@@ -74,6 +74,7 @@ def test_chunked_arrays_come_from_the_reading_pool(tmp_path, monkeypatch, fmt, j
         monkeypatch.setattr(pa, "jemalloc_memory_pool", unavailable)
     path = _write(tmp_path, fmt)
     fmt_name = "text" if fmt == "txt" else fmt
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     pool = reading_pool()
     assert pool.backend_name == ("jemalloc" if jemalloc else "system")
     before = pool.bytes_allocated()
@@ -101,6 +102,21 @@ def test_parquet_without_a_pooled_reader_reads_the_same_rows(tmp_path, monkeypat
     monkeypatch.setattr(low, "ParquetReader", NoPool)
     assert _batches._pooled_reader(path, None, reading_pool()) is None
     assert outcome(path, ["text"], "arrow") == outcome(path, ["text"], "python")
+
+
+def test_a_pool_named_in_arrows_variable_wins(tmp_path):
+    # pyarrow reads ARROW_DEFAULT_MEMORY_POOL when it is imported: a child
+    # process with it set (CI's sanitizer job sets "system", where ASan sees
+    # the arrays' bounds)
+    code = ("from overlap._arrow_pool import reading_pool\n"
+            "import pyarrow as pa\n"
+            "pool = reading_pool()\n"
+            "print(pool.backend_name, pool.backend_name == pa.default_memory_pool().backend_name)\n")
+    env = dict(os.environ, ARROW_DEFAULT_MEMORY_POOL="system", PYTHONPATH=PKG_ROOT)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=tmp_path, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["system", "True"], out.stdout
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet", "csv"])
