@@ -48,9 +48,11 @@ from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, empty
                            from_rows, piece_sizes, record_batches, valid_utf8)
 from ._line_scan import bom_after_newline, jsonl_block_facts
 from ._optional import require
+from ._ordered_map import map_in_order
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
                        open_records, text_records)
+from ._threads import usable_cores
 
 __all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine",
            "reader_engine"]
@@ -70,9 +72,25 @@ BLOCK_BYTES = 2 << 20
 #: thread's only): 37 MB of ``overlap dedup``'s peak on a 101 MB file
 #: (456-457 MB against 491-499 MB, three runs each), and reading that file
 #: took no longer on two cores (0.62-0.80 s against 0.73-0.84 s).  The
-#: chunked reader's blocks parse on the pool (its arrays come from
-#: ``overlap._arrow_pool.reading_pool``: jemalloc's, not mimalloc's).
+#: blocks are parsed whole on the :func:`parse_workers` threads instead,
+#: several at once, with pyarrow's default pool: those threads end with the
+#: read, and ``dedup``'s peak on that file was 444-449 MB against 440 MB on
+#: one thread (with arrays from ``reading_pool``, jemalloc's: 462-472 MB).
+#: The chunked reader's arrays come from ``overlap._arrow_pool.reading_pool``.
 WHOLE_FILE_THREADS = False
+#: Threads that parse the blocks of a JSONL or text file at once (None: one
+#: for each usable core, at most :data:`PARSE_WORKERS_MAX`; :func:`parse_workers`).
+#: The blocks are read in turn on the calling thread and parsed whole on
+#: these, the batches handed back in the file's order
+#: (:func:`overlap._ordered_map.map_in_order`; ``workers + 1`` blocks in
+#: flight); with one, the chunked reader parses each JSONL block in pieces on
+#: pyarrow's threads instead (:data:`overlap._line_blocks.PARSE_PIECES`).
+PARSE_WORKERS: int | None = None
+#: Most parsing workers by default: one parses about 300 MB/s of JSONL (the
+#: 0.3 GB corpus of ``bench.stream_contamination``: 1.0 s of CPU), while the
+#: calling thread hands out blocks at about 1.5 GB/s (0.2 s), so more than 8
+#: would only hold more blocks in memory.
+PARSE_WORKERS_MAX = 8
 #: Parquet rows per record batch.
 PARQUET_BATCH = 65536
 #: Bytes of a Parquet file read at a time (``pyarrow.parquet.ParquetFile(buffer_size=)``).
@@ -170,28 +188,49 @@ def _python_batches(path, fmt, fields, turns, limit, as_arrow, size) -> Iterator
 # ------------------------------------------------------------------ line blocks
 def _line_batches(path, fields, limit, block_bytes, parse) -> Iterator[Batch]:
     blocks = Blocks(path, limit, block_bytes)
+    workers = parse_workers()
+
+    def taken():  # each block with the bytes of the file consumed for it
+        for block, before in blocks:
+            yield block, before, blocks.consumed()
+
+    def parsed(item):
+        block, before, _ = item
+        return parse(block, before, fields, alone=workers > 1)
+
+    blocks_parsed = map_in_order(parsed, taken(), workers)
     try:
         any_rows = False
-        for block, before in blocks:
-            cols = parse(block, before, fields)
+        for (block, before, consumed), cols in blocks_parsed:
             if cols is None:  # the stdlib reader on the same lines
                 src = Lines(path, limit, block=block, first_line=before)
                 recs = jsonl_records(src) if parse is _jsonl_block else text_records(src)
                 rows = list(checked_rows(recs, fields))
-                batch = from_rows(rows, fields, blocks.consumed(), True)
+                batch = from_rows(rows, fields, consumed, True)
             else:
                 n = len(next(iter(cols.values())))
-                batch = Batch(cols, n, blocks.consumed())
+                batch = Batch(cols, n, consumed)
             any_rows = any_rows or batch.n_rows > 0
             yield batch
         if not any_rows:
             yield from_rows([], fields, blocks.consumed(), True)
     finally:
+        blocks_parsed.close()  # waits for the blocks being parsed
         blocks.close()
 
 
-def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
-    """The fields of a JSONL block read by pyarrow, or None when the stdlib must read it."""
+def parse_workers() -> int:
+    """Threads that parse the blocks of a line file at once: :data:`PARSE_WORKERS`,
+    else one for each core this process may use, at most :data:`PARSE_WORKERS_MAX`."""
+    return max(1, PARSE_WORKERS or min(usable_cores(), PARSE_WORKERS_MAX))
+
+
+def _jsonl_block(block: bytes, before: int, fields: list[str], alone: bool = False
+                 ) -> dict | None:
+    """The fields of a JSONL block read by pyarrow, or None when the stdlib must read it.
+
+    ``alone``: parsed whole on this thread (other blocks are parsed on the
+    other workers), not in pieces on pyarrow's threads."""
     import pyarrow as pa
     import pyarrow.json as pj
 
@@ -204,7 +243,7 @@ def _jsonl_block(block: bytes, before: int, fields: list[str]) -> dict | None:
     schema = pa.schema([(f, pa.large_string()) for f in fields])
     table = _read_json(block, pj.ParseOptions(explicit_schema=schema,
                                               unexpected_field_behavior="ignore"),
-                       pool=reading_pool())
+                       pieces=not alone, pool=reading_pool(), threads=not alone)
     if table is None:
         return None
     if table.num_rows != lines or two_objects:
@@ -295,7 +334,8 @@ def _text_block(block: bytes, before: int, fields: list[str], pool: Any = None) 
     return {fields[0]: pc.utf8_rtrim(arr, characters="\r\n", memory_pool=pool)}
 
 
-def _chunk_text_block(block: bytes, before: int, fields: list[str]) -> dict | None:
+def _chunk_text_block(block: bytes, before: int, fields: list[str], alone: bool = False
+                      ) -> dict | None:
     """:func:`_text_block` of the chunked reader, its strings from :func:`reading_pool`."""
     return _text_block(block, before, fields, reading_pool())
 
@@ -420,13 +460,24 @@ def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
         from ._arrow_csv import csv_table
         return csv_table(path, fmt, max_line_bytes, progress, block_bytes)
     blocks = Blocks(path, max_line_bytes, block_bytes)
-    bar = make_progress(progress, size, "read", unit="B")
-    try:
+    # several blocks at once on worker threads, each parsed whole (their arrays
+    # from pyarrow's default pool: see WHOLE_FILE_THREADS)
+    workers = parse_workers()
+
+    def taken():  # each block with the bytes of the file consumed for it
         for block, before in blocks:
-            if fmt == "text":
-                part = _text_block(block, before, ["text"])
-            else:
-                part = _jsonl_table_block(block, before, fields)
+            yield block, before, blocks.consumed()
+
+    def parsed(item):
+        block, before, _ = item
+        if fmt == "text":
+            return _text_block(block, before, ["text"])
+        return _jsonl_table_block(block, before, fields)
+
+    bar = make_progress(progress, size, "read", unit="B")
+    blocks_parsed = map_in_order(parsed, taken(), workers)
+    try:
+        for (_, _, consumed), part in blocks_parsed:
             if part is None:
                 return None
             n = len(next(iter(part.values()))) if part else 0
@@ -438,9 +489,10 @@ def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
                 for k, v in part.items():
                     parts[k].append(v)
                 n_rows += n
-            bar.update(blocks.consumed())  # a block taken (one handed back is not reported)
+            bar.update(consumed)  # a block taken (one handed back is not reported)
         bar.update(blocks.consumed())
     finally:
+        blocks_parsed.close()
         blocks.close()
         bar.close()
     if fmt == "text" and not n_rows:

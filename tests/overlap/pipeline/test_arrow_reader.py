@@ -63,17 +63,21 @@ line = st.one_of(
 @given(lines=st.lists(line, max_size=30), bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)),
        at=st.integers(0, 30), crlf=st.booleans(), bom=st.booleans(), final_nl=st.booleans(),
        block=st.sampled_from([4, 16, 64, 1024, 1 << 20]), gz=st.booleans(),
-       chunk_rows=st.sampled_from([1, 3, 1000]), pieces=st.sampled_from([1, 2, 3]))
+       chunk_rows=st.sampled_from([1, 3, 1000]), pieces=st.sampled_from([1, 2, 3]),
+       workers=st.sampled_from([1, 3]))
 def test_jsonl_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines,
                                                        bad, at, crlf, bom, final_nl, block,
-                                                       gz, chunk_rows, pieces):
+                                                       gz, chunk_rows, pieces, workers):
     if bad is not None:
         lines = lines[:at] + [bad] + lines[at:]
     nl = b"\r\n" if crlf else b"\n"
     data = (b"\xef\xbb\xbf" if bom else b"") + nl.join(lines) + (nl if final_nl else b"")
     path = str(tmp_path_factory.mktemp("j") / ("f.jsonl.gz" if gz else "f.jsonl"))
     write_file(path, data)
-    with pytest.MonkeyPatch.context() as mp:  # every block in pieces, long lines across them
+    with pytest.MonkeyPatch.context() as mp:
+        # one worker: every block in pieces, long lines across them; three:
+        # blocks parsed whole on three threads at once, handed back in order
+        mp.setattr(_batches, "PARSE_WORKERS", workers)
         mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
         mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         got = same_outcome(path, ["text"], block, chunk_rows=chunk_rows)
@@ -91,15 +95,17 @@ text_line = st.one_of(
 @settings(max_examples=100, deadline=None)
 @given(lines=st.lists(text_line, max_size=30), bad=st.booleans(), at=st.integers(0, 30),
        bom=st.booleans(), final_nl=st.booleans(), block=st.sampled_from([4, 16, 256, 1 << 20]),
-       gz=st.booleans())
+       gz=st.booleans(), workers=st.sampled_from([1, 3]))
 def test_text_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines, bad,
-                                                      at, bom, final_nl, block, gz):
+                                                      at, bom, final_nl, block, gz, workers):
     if bad:
         lines = lines[:at] + [b"bad \xc3 utf8"] + lines[at:]
     data = (b"\xef\xbb\xbf" if bom else b"") + b"\n".join(lines) + (b"\n" if final_nl else b"")
     path = str(tmp_path_factory.mktemp("t") / ("f.text.gz" if gz else "f.text"))
     write_file(path, data)
-    got = same_outcome(path, ["text"], block, chunk_rows=7)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_batches, "PARSE_WORKERS", workers)
+        got = same_outcome(path, ["text"], block, chunk_rows=7)
     if got[0] == "rows":
         assert got[1] == ref.text_rows(path)
 
@@ -214,27 +220,30 @@ TABLE_JSON = GOOD_JSON + [
 @given(lines=st.lists(st.sampled_from(TABLE_JSON + BLANK), max_size=12),
        bad=st.one_of(st.none(), st.sampled_from(BAD_JSON)), at=st.integers(0, 12),
        block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]),
-       gz=st.booleans(), pieces=st.sampled_from([1, 2, 3]))
+       gz=st.booleans(), pieces=st.sampled_from([1, 2, 3]), workers=st.sampled_from([1, 3]))
 def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad, at, block,
-                                                    fields, gz, pieces):
+                                                    fields, gz, pieces, workers):
     if bad is not None:
         lines = lines[:at] + [bad] + lines[at:]
     path = str(tmp_path_factory.mktemp("w") / ("f.jsonl.gz" if gz else "f.jsonl"))
     write_file(path, b"\n".join(lines) + b"\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
+        mp.setattr(_batches, "PARSE_WORKERS", workers)
         mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
         mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         assert table_outcome(path, "arrow", fields) == table_outcome(path, "python", fields)
 
 
 @settings(max_examples=60, deadline=None)
-@given(lines=st.lists(text_line, max_size=12), block=st.sampled_from([4, 64, 1 << 20]))
-def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, block):
+@given(lines=st.lists(text_line, max_size=12), block=st.sampled_from([4, 64, 1 << 20]),
+       workers=st.sampled_from([1, 3]))
+def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, block, workers):
     path = str(tmp_path_factory.mktemp("w") / "f.txt")
     write_file(path, b"\n".join(lines))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
+        mp.setattr(_batches, "PARSE_WORKERS", workers)
         assert (table_outcome(path, "arrow", ["text"])
                 == table_outcome(path, "python", ["text"]))
 
@@ -255,8 +264,9 @@ def _block_sizes(monkeypatch) -> list:
 
 @pytest.mark.parametrize("pieces", [None, 3])
 def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch, pieces):
-    # pyarrow gets a piece of the block for each of its threads (two at least),
-    # which parse them at once ...
+    # with one parsing worker, pyarrow gets a piece of the block for each of
+    # its threads (two at least), which parse them at once ...
+    monkeypatch.setattr(_batches, "PARSE_WORKERS", 1)
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
     lines = [b'{"text": "row %d of many"}' % i for i in range(20_000)]
     path = str(tmp_path / "a.jsonl")
@@ -273,6 +283,7 @@ def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
     # ... and a block whose long line spans more than two pieces (pyarrow
     # refuses it) is read again whole, by pyarrow, not by the stdlib reader
     from overlap import _readers
+    monkeypatch.setattr(_batches, "PARSE_WORKERS", 1)
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", 4)
     monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1024)
     lines = [b'{"text": "%s"}' % (b"w " * 100_000), b'{"text": "short"}']
@@ -288,6 +299,55 @@ def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
     assert rows == ["w " * 100_000, "short"]
     size = os.path.getsize(path)
     assert sizes == [size // 4 + 1, size + 1]
+
+
+def test_blocks_are_parsed_whole_on_several_threads_at_once(tmp_path, monkeypatch):
+    # with several parsing workers, each block is parsed whole on a worker
+    # thread (several blocks at once), and the rows come back in the file's order
+    import threading
+
+    import pyarrow.json as pj
+    monkeypatch.setattr(_batches, "PARSE_WORKERS", 3)
+    monkeypatch.setattr(_batches, "BLOCK_BYTES", 1 << 12)
+    lines = [b'{"text": "row %d of many"}' % i for i in range(5_000)]
+    path = str(tmp_path / "a.jsonl")
+    write_file(path, b"\n".join(lines) + b"\n")
+    calls: list = []
+    running = {"now": 0, "most": 0}
+    lock = threading.Lock()
+    real = pj.read_json
+
+    def spy(source, read_options=None, **kw):
+        with lock:
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+        try:
+            calls.append((threading.current_thread().name, read_options.use_threads,
+                          source.size(), read_options.block_size))
+            threading.Event().wait(0.002)  # long enough for the others to start
+            return real(source, read_options=read_options, **kw)
+        finally:
+            with lock:
+                running["now"] -= 1
+
+    monkeypatch.setattr(pj, "read_json", spy)
+    rows = [t for c in read_chunks(path, engine="arrow", chunk_rows=777)
+            for t in c.columns["text"].to_pylist()]
+    assert rows == [f"row {i} of many" for i in range(5_000)]
+    assert len(calls) > 20
+    assert all(name.startswith("overlap-parse") and not threads and size < block
+               for name, threads, size, block in calls)
+    assert running["most"] > 1
+
+
+def test_blocks_are_parsed_on_a_worker_per_usable_core_up_to_the_cap(monkeypatch):
+    monkeypatch.setattr(_batches, "PARSE_WORKERS", None)
+    for cores, want in ((1, 1), (3, 3), (_batches.PARSE_WORKERS_MAX + 5,
+                                         _batches.PARSE_WORKERS_MAX)):
+        monkeypatch.setattr(_batches, "usable_cores", lambda c=cores: c)
+        assert _batches.parse_workers() == want
+    monkeypatch.setattr(_batches, "PARSE_WORKERS", 5)
+    assert _batches.parse_workers() == 5
 
 
 def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
@@ -387,6 +447,7 @@ def test_a_bom_starting_a_later_line_is_refused_in_every_piece_layout(tmp_path, 
     """pyarrow takes a BOM at the start of the piece it parses; a block cut in
     pieces can put a line that starts with one there: it is still refused,
     with the stdlib reader's error (found by the hypothesis test above)."""
+    monkeypatch.setattr(_batches, "PARSE_WORKERS", 1)
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
     monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
     path = str(tmp_path / "f.jsonl")
