@@ -15,6 +15,14 @@ Run from the repository root::
     python -m bench.stream_contamination --gb 0.2 --compare-index   # chunk vs queries index
     python -m bench.stream_contamination --gb 0.3 --min-score 0.5 --formats jsonl,parquet \
         --baseline ../previous-main       # the same scans with an earlier build, in turn
+    python -m bench.stream_contamination --gb 0.3 --min-score 0.5 --formats jsonl,parquet \
+        --cores 1,2 --repeat 3            # scaling with cores: 1, then 2 pinned CPUs
+
+``--cores 1,2,4`` measures how the scan scales with cores: each scan's process
+is pinned to that many of the CPUs this one may use (``os.sched_setaffinity``)
+and runs that many kernel threads; the table adds the speed-up over the first
+count and the CPU time the scan used (user + system), so that "cores busy"
+(CPU time over wall time) shows whether the extra cores did work.
 
 ``--baseline TREE`` scans every setting with the ``overlap`` of another
 checkout too (built in place, e.g. the previous main): its runs alternate with
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -134,6 +143,28 @@ def convert(corpus: str, out: str, fmt: str) -> str:
     return out
 
 
+def parse_cores(text: str | None, usable: list[int]) -> list[int]:
+    """``--cores``: the core counts to pin scans to, each at most ``len(usable)``."""
+    if text is None:
+        return []
+    try:
+        counts = [int(c) for c in text.split(",") if c.strip()]
+    except ValueError:
+        raise SystemExit(f"--cores: expected comma-separated integers, got {text!r}") from None
+    if not counts:
+        raise SystemExit("--cores: no core count given")
+    for c in counts:
+        if not 1 <= c <= len(usable):
+            raise SystemExit(f"--cores: {c} is not between 1 and the {len(usable)} CPUs "
+                             f"this process may use ({usable})")
+    return counts
+
+
+def _cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def scan(args) -> None:
     """Child process: scan and print one JSON line of figures."""
     import overlap
@@ -142,13 +173,15 @@ def scan(args) -> None:
     base = _status("VmRSS")
     with open(args.eval_file) as f:
         ev = json.load(f)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), _cpu_seconds()
     res = scan_stream(ev, args.scan, chunk_rows=args.chunk_rows, min_score=args.min_score,
                       index=args.index, n_threads=args.threads, progress=True,
                       engine=args.engine, prefetch=not args.no_prefetch)
     secs = time.perf_counter() - t0
+    cpu = _cpu_seconds() - c0
     print(json.dumps({
-        "seconds": secs, "rows": res.n_references, "bytes": res.nbytes,
+        "seconds": secs, "cpu_seconds": cpu, "cpus": sorted(os.sched_getaffinity(0)),
+        "rows": res.n_references, "bytes": res.nbytes,
         "peak_rss": _status("VmHWM"), "rss_after_import": base, "chunks": res.chunks,
         "index": res.index.tolist(), "score": res.score.tolist(),
         "version": overlap.__version__, "tree": os.path.dirname(os.path.dirname(overlap.__file__)),
@@ -156,24 +189,35 @@ def scan(args) -> None:
 
 
 def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
-             prefetch: bool = True, tree: str | None = None) -> dict:
+             prefetch: bool = True, tree: str | None = None,
+             cpus: list[int] | None = None) -> dict:
     """One scan in a fresh process; ``tree``: a checkout whose ``overlap`` it uses
-    (its own folder first on the path, this repository's ``bench`` after it)."""
+    (this file run as a script, the tree first on the path);
+    ``cpus``: the CPUs it is pinned to, with as many kernel threads."""
     cmd = [sys.executable, "-m", "bench.stream_contamination", "--scan", corpus,
            "--eval-file", ev_path, "--chunk-rows", str(args.chunk_rows),
            "--min-score", str(args.min_score), "--index", index, "--engine", engine]
-    if args.threads:
-        cmd += ["--threads", str(args.threads)]
+    threads = len(cpus) if cpus else args.threads
+    if threads:
+        cmd += ["--threads", str(threads)]
     if not prefetch:
         cmd += ["--no-prefetch"]
     env, cwd = None, None
-    if tree is not None:
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if tree is not None:  # this file's scan() (the same figures), the tree's overlap
+        cmd[1:3] = [os.path.abspath(__file__)]
         env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-            p for p in (here, os.environ.get("PYTHONPATH")) if p))
+            p for p in (tree, os.environ.get("PYTHONPATH")) if p))
         cwd = tree
-    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    pin = None
+    if cpus:
+        def pin():  # in the child, before it execs: every thread it starts inherits it
+            os.sched_setaffinity(0, cpus)
+    out = subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True, env=env, cwd=cwd,
+                         preexec_fn=pin)
+    r = json.loads(out.stdout.strip().splitlines()[-1])
+    if cpus and r["cpus"] != sorted(cpus):
+        raise SystemExit(f"--cores: the scan ran on CPUs {r['cpus']}, not {sorted(cpus)}")
+    return r
 
 
 def main(argv=None) -> None:
@@ -187,6 +231,9 @@ def main(argv=None) -> None:
     ap.add_argument("--compare-index", action="store_true",
                     help="scan with index=chunk and index=queries too, and check equality")
     ap.add_argument("--threads", type=int, default=None, help="kernel threads (default all)")
+    ap.add_argument("--cores", default=None, metavar="LIST",
+                    help="comma-separated core counts, e.g. 1,2,4: each scan pinned to that "
+                         "many CPUs, with as many kernel threads (default: not pinned)")
     ap.add_argument("--dir", default=None, help="where to write the corpus (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the corpus afterwards")
     ap.add_argument("--seed", type=int, default=0)
@@ -208,6 +255,10 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     if args.scan:
         return scan(args)
+    usable = sorted(os.sched_getaffinity(0))
+    cores = parse_cores(args.cores, usable)
+    if cores and args.threads:
+        raise SystemExit("--cores sets the kernel threads of each scan; leave out --threads")
 
     work = tempfile.mkdtemp(prefix="overlap-stream-", dir=args.dir)
     corpus = os.path.join(work, "corpus")
@@ -230,39 +281,48 @@ def main(argv=None) -> None:
                 sources[fmt] = convert(corpus, os.path.join(work, fmt), fmt)
         jsonl_bytes = sum(os.path.getsize(os.path.join(corpus, p)) for p in os.listdir(corpus))
         grid = {}
+        trees = [None] + ([os.path.abspath(args.baseline)] if args.baseline else [])
         for fmt in formats:
             for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
                 if fmt == "parquet" and engine == "python":
                     continue  # Parquet is read by pyarrow either way
-                trees = [None] + ([os.path.abspath(args.baseline)] if args.baseline else [])
                 best: dict = {}
                 for _ in range(max(1, args.repeat)):
-                    for tree in trees:  # in turn: both see the same machine
-                        r = run_scan(sources[fmt], ev_path, args, args.index, engine,
-                                     not args.no_prefetch, tree)
-                        if tree not in best or r["seconds"] < best[tree]["seconds"]:
-                            best[tree] = r
-                grid[fmt, engine] = best[None]
-                if args.baseline:
-                    grid[fmt, engine, "baseline"] = best[trees[1]]
-                    if os.path.realpath(best[trees[1]]["tree"]) != os.path.realpath(trees[1]):
+                    # in turn (trees, core counts): every setting sees the same machine
+                    for k in cores or [None]:
+                        for tree in trees:
+                            r = run_scan(sources[fmt], ev_path, args, args.index, engine,
+                                         not args.no_prefetch, tree,
+                                         usable[:k] if k else None)
+                            if (k, tree) not in best or r["seconds"] < best[k, tree]["seconds"]:
+                                best[k, tree] = r
+                for (k, tree), r in best.items():
+                    grid[fmt, engine, k, tree] = r
+                    if tree is not None and os.path.realpath(r["tree"]) != os.path.realpath(tree):
                         raise SystemExit(f"--baseline: the scan imported overlap from "
-                                         f"{best[trees[1]]['tree']}, not {trees[1]}")
+                                         f"{r['tree']}, not {tree}")
         first = next(iter(grid.values()))
-        for key, r in grid.items():
-            fmt, engine = key[:2]
-            assert r["index"] == first["index"] and r["score"] == first["score"], key
+        for (fmt, engine, k, tree), r in grid.items():
+            assert r["index"] == first["index"] and r["score"] == first["score"], (fmt, engine, k)
             files = sum(os.path.getsize(os.path.join(sources[fmt], p))
                         for p in os.listdir(sources[fmt]))
-            who = "baseline" if len(key) > 2 else "this tree"
-            ratio = ""
-            if len(key) > 2:
-                ratio = f", this tree {r['seconds'] / grid[fmt, engine]['seconds']:.2f}x faster"
-            print(f"{fmt:8s} engine={engine:6s} {who:9s}: {r['seconds']:6.2f}s  "
+            who = "baseline" if tree is not None else "this tree"
+            extra = ""
+            if tree is not None:
+                mine = grid[fmt, engine, k, None]["seconds"]
+                extra += f", this tree {r['seconds'] / mine:.2f}x faster"
+            if k is not None:
+                one = grid[fmt, engine, cores[0], tree]["seconds"]
+                extra += (f", {one / r['seconds']:.2f}x {cores[0]} core(s)' speed, "
+                          f"CPU {r['cpu_seconds']:.2f}s ({r['cpu_seconds'] / r['seconds']:.2f} "
+                          f"cores busy)")
+            where = f" cores={k:<2d}" if k is not None else ""
+            print(f"{fmt:8s} engine={engine:6s}{where} {who:9s}: {r['seconds']:6.2f}s  "
                   f"{jsonl_bytes / 1e6 / r['seconds']:6.1f} MB/s of JSONL text "
                   f"({files / 1e6:.0f} MB of files), peak RSS {r['peak_rss'] / 1e6:.0f} MB"
-                  f"{ratio}")
-        runs = {args.index: grid.get(("jsonl", "arrow")) or first}
+                  f"{extra}")
+        runs = {args.index: grid.get(("jsonl", "arrow", cores[-1] if cores else None, None))
+                or first}
         if args.compare_index:
             for how in ("chunk", "queries"):
                 if how not in runs:
