@@ -190,15 +190,11 @@ def _line_batches(path, fields, limit, block_bytes, parse) -> Iterator[Batch]:
     blocks = Blocks(path, limit, block_bytes)
     workers = parse_workers()
 
-    def taken():  # each block with the bytes of the file consumed for it
-        for block, before in blocks:
-            yield block, before, blocks.consumed()
-
     def parsed(item):
         block, before, _ = item
         return parse(block, before, fields, alone=workers > 1)
 
-    blocks_parsed = map_in_order(parsed, taken(), workers)
+    blocks_parsed = map_in_order(parsed, blocks.counted(), workers)
     try:
         any_rows = False
         for (block, before, consumed), cols in blocks_parsed:
@@ -464,10 +460,6 @@ def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
     # from pyarrow's default pool: see WHOLE_FILE_THREADS)
     workers = parse_workers()
 
-    def taken():  # each block with the bytes of the file consumed for it
-        for block, before in blocks:
-            yield block, before, blocks.consumed()
-
     def parsed(item):
         block, before, _ = item
         if fmt == "text":
@@ -475,7 +467,7 @@ def read_whole_table(path: str, fmt: str, fields: Sequence[str] | None = None,
         return _jsonl_table_block(block, before, fields)
 
     bar = make_progress(progress, size, "read", unit="B")
-    blocks_parsed = map_in_order(parsed, taken(), workers)
+    blocks_parsed = map_in_order(parsed, blocks.counted(), workers)
     try:
         for (_, _, consumed), part in blocks_parsed:
             if part is None:

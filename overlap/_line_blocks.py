@@ -159,6 +159,13 @@ class Blocks:
             yield block, line
             line += count_byte(block, 10)
 
+    def counted(self) -> Iterator[tuple[bytes, int, int]]:
+        """``(block, lines_before, consumed)``: each block with the bytes of the
+        file consumed for it (:meth:`consumed` when the block is taken), for a
+        reader that reads blocks ahead of the ones it hands back."""
+        for block, before in self:
+            yield block, before, self.consumed()
+
     def rest(self, head: bytes) -> IO[bytes]:
         """``head`` (the last block yielded, or blocks from there on), then the
         bytes of the file not yielded yet: the stdlib reader reads the rest of
