@@ -16,13 +16,16 @@ Run from the repository root::
     python -m bench.stream_contamination --gb 0.3 --min-score 0.5 --formats jsonl,parquet \
         --baseline ../previous-main       # the same scans with an earlier build, in turn
     python -m bench.stream_contamination --gb 0.3 --min-score 0.5 --formats jsonl,parquet \
-        --cores 1,2 --repeat 3            # scaling with cores: 1, then 2 pinned CPUs
+        --cores 1,2 --repeat 3 --stages   # scaling with cores: 1, then 2 pinned CPUs
 
 ``--cores 1,2,4`` measures how the scan scales with cores: each scan's process
 is pinned to that many of the CPUs this one may use (``os.sched_setaffinity``)
 and runs that many kernel threads; the table adds the speed-up over the first
 count and the CPU time the scan used (user + system), so that "cores busy"
 (CPU time over wall time) shows whether the extra cores did work.
+``--stages`` also times each stage of the scan alone over the whole corpus
+(reading the chunks, tokenizing them, searching them), at every core count:
+the stage that stops scaling bounds the scan, whose stages overlap.
 
 ``--baseline TREE`` scans every setting with the ``overlap`` of another
 checkout too (built in place, e.g. the previous main): its runs alternate with
@@ -188,9 +191,49 @@ def scan(args) -> None:
     }))
 
 
+def stages(args) -> None:
+    """Child process: each stage of the scan alone, in turn, over the whole
+    corpus (its chunks held in memory): reading, tokenizing, searching; one
+    JSON line of ``{stage: [wall seconds, CPU seconds]}``."""
+    from overlap import TokenSets
+    from overlap._allocator import settle
+    from overlap.stream import StreamMerger
+    from overlap.stream_readers import read_chunks
+
+    settle()  # as scan_stream does
+    with open(args.eval_file) as f:
+        ev = json.load(f)
+    queries = (TokenSets.from_texts(ev, n_threads=args.threads),)  # the tokenizer warmed up
+    out = {}
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    cols = [c.columns["text"] for c in read_chunks(args.scan, ["text"],
+                                                    chunk_rows=args.chunk_rows,
+                                                    engine=args.engine)]
+    out["read"] = [time.perf_counter() - t0, _cpu_seconds() - c0]
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    refs = [TokenSets.from_texts(c, n_threads=args.threads) for c in cols]
+    out["tokenize"] = [time.perf_counter() - t0, _cpu_seconds() - c0]
+    del cols
+    merger = StreamMerger(queries, min_score=args.min_score, index=args.index,
+                          n_threads=args.threads)
+    t0, c0 = time.perf_counter(), _cpu_seconds()
+    first = 0
+    for r in refs:
+        merger.add((r,), offset=first)
+        first += len(r)
+    out["search"] = [time.perf_counter() - t0, _cpu_seconds() - c0]
+    print(json.dumps({"stages": out, "cpus": sorted(os.sched_getaffinity(0)),
+                      "tree": os.path.dirname(os.path.dirname(overlap_file()))}))
+
+
+def overlap_file() -> str:
+    import overlap
+    return overlap.__file__
+
+
 def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
              prefetch: bool = True, tree: str | None = None,
-             cpus: list[int] | None = None) -> dict:
+             cpus: list[int] | None = None, stages: bool = False) -> dict:
     """One scan in a fresh process; ``tree``: a checkout whose ``overlap`` it uses
     (this file run as a script, the tree first on the path);
     ``cpus``: the CPUs it is pinned to, with as many kernel threads."""
@@ -202,6 +245,8 @@ def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
         cmd += ["--threads", str(threads)]
     if not prefetch:
         cmd += ["--no-prefetch"]
+    if stages:
+        cmd += ["--stage-scan"]
     env, cwd = None, None
     if tree is not None:  # this file's scan() (the same figures), the tree's overlap
         cmd[1:3] = [os.path.abspath(__file__)]
@@ -218,6 +263,32 @@ def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",
     if cpus and r["cpus"] != sorted(cpus):
         raise SystemExit(f"--cores: the scan ran on CPUs {r['cpus']}, not {sorted(cpus)}")
     return r
+
+
+def print_stages(sources: dict, formats: list[str], ev_path: str, args,
+                 cores: list[int]) -> None:
+    """Each stage alone (:func:`stages`), best of ``--repeat`` per stage, at every
+    core count: wall time, speed-up over the first count, cores busy."""
+    usable = sorted(os.sched_getaffinity(0))
+    for fmt in formats:
+        best: dict = {}
+        for _ in range(max(1, args.repeat)):
+            for k in cores or [None]:
+                r = run_scan(sources[fmt], ev_path, args, args.index, "arrow",
+                             cpus=usable[:k] if k else None, stages=True)
+                for stage, (wall, cpu) in r["stages"].items():
+                    if (k, stage) not in best or wall < best[k, stage][0]:
+                        best[k, stage] = (wall, cpu)
+        for k in cores or [None]:
+            parts = []
+            for stage in ("read", "tokenize", "search"):
+                wall, cpu = best[k, stage]
+                speed = ""
+                if cores:
+                    speed = f" {best[cores[0], stage][0] / wall:.2f}x"
+                parts.append(f"{stage} {wall:5.2f}s{speed} ({cpu / wall:.2f} busy)")
+            where = f"cores={k:<2d}" if k is not None else "cores=all"
+            print(f"stages   {fmt:8s} {where}: " + ", ".join(parts))
 
 
 def main(argv=None) -> None:
@@ -251,10 +322,14 @@ def main(argv=None) -> None:
                     help="a checkout built in place (e.g. the previous main) whose overlap "
                          "scans every setting too, in turn with this tree's")
     ap.add_argument("--scan", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--stages", action="store_true",
+                    help="also time each stage alone (reading, tokenizing, searching) "
+                         "at every --cores count: which one bounds the scan")
     ap.add_argument("--eval-file", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--stage-scan", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.scan:
-        return scan(args)
+        return stages(args) if args.stage_scan else scan(args)
     usable = sorted(os.sched_getaffinity(0))
     cores = parse_cores(args.cores, usable)
     if cores and args.threads:
@@ -321,6 +396,8 @@ def main(argv=None) -> None:
                   f"{jsonl_bytes / 1e6 / r['seconds']:6.1f} MB/s of JSONL text "
                   f"({files / 1e6:.0f} MB of files), peak RSS {r['peak_rss'] / 1e6:.0f} MB"
                   f"{extra}")
+        if args.stages:
+            print_stages(sources, formats, ev_path, args, cores)
         runs = {args.index: grid.get(("jsonl", "arrow", cores[-1] if cores else None, None))
                 or first}
         if args.compare_index:
