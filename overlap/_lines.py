@@ -85,14 +85,17 @@ def too_long(path: str, lineno: int, limit: int) -> ValueError:
                       f"raise it with --max-line-bytes or max_line_bytes=)")
 
 
-def bounded_lines(fh: IO[bytes], path: str, limit: int | None = None) -> Iterator[bytes]:
+def bounded_lines(fh: IO[bytes], path: str, limit: int | None = None,
+                  first_line: int = 0) -> Iterator[bytes]:
     """Raw lines of a binary file (newline kept), each at most ``limit`` bytes.
 
     Raises ValueError naming ``path`` and the line when a line is longer; at
-    most ``limit + 1`` bytes of it are ever read into memory.
+    most ``limit + 1`` bytes of it are ever read into memory.  ``first_line``:
+    the lines of ``path`` before the first line of ``fh`` (a stream that starts
+    inside the file).
     """
     limit = max_line_bytes(limit)
-    lineno = 0
+    lineno = first_line
     readline = fh.readline
     while True:
         raw = readline(limit + 1)

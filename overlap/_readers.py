@@ -166,7 +166,7 @@ class Lines:
     def raw_lines(self) -> Iterator[bytes]:
         """The lines undecoded (:attr:`line` counts them)."""
         mask = LineProgress.MASK
-        for raw in bounded_lines(self.stream, self.path, self.limit):
+        for raw in bounded_lines(self.stream, self.path, self.limit, self.line):
             self.line += 1
             if not self.line & mask:
                 self.read.tick()
