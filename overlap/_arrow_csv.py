@@ -20,6 +20,10 @@ read the same way:
   newline outside quotes; an empty line is no record), every one as wide as
   the header.
 
+The blocks are parsed on the parse workers of :mod:`overlap._line_blocks`,
+several at once (:class:`RecordBlocks` keeps the ones read ahead of the
+block handed back, so that a hand-over below starts at that block).
+
 The first block that is not plain (a stray quote, a lone ``\\r``, bad UTF-8,
 a row of the wrong width, quotes still open after :data:`RECORD_BLOCKS`
 blocks) and everything after it is read by the stdlib reader
@@ -31,17 +35,19 @@ the rows and the errors (file and line) are the stdlib reader's.
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, count_bytes,
-                           empty_strings, from_rows, record_batches, valid_utf8)
+                           empty_strings, from_rows, parse_workers, record_batches, valid_utf8)
+from ._ordered_map import map_in_order
 from ._progress import make_progress
 from ._readers import Lines, Records, csv_records, open_records
 
-__all__ = ["csv_batches", "csv_table", "plain_records", "RECORD_BLOCKS"]
+__all__ = ["csv_batches", "csv_table", "plain_records", "RecordBlocks", "RECORD_BLOCKS"]
 
 #: Blocks a quoted field may span before the rest of the file goes to the stdlib
 #: reader (which bounds the bytes held by the line limit only).
@@ -61,40 +67,84 @@ def csv_batches(path: str, fmt: str, fields: list[str], limit: int | None,
     return _batches(path, delimiter, header, fields, limit, block_bytes)
 
 
-def _record_blocks(blocks: Blocks, cap: int) -> Iterator[tuple[bytes, int]]:
-    """Blocks of lines joined until their quotes balance (or ``cap`` bytes are held)."""
-    pieces: list[bytes] = []
-    held = quotes = first = 0
-    for block, before in blocks:
-        if not pieces:
-            first = before
-        pieces.append(block)
-        held += len(block)
-        quotes += count_bytes(block, b'"')
-        if quotes % 2 == 0 or held > cap:
-            yield (pieces[0] if len(pieces) == 1 else b"".join(pieces)), first
-            pieces, held, quotes = [], 0, 0
-    if pieces:  # quotes open at the end of the file: not plain
-        yield b"".join(pieces), first
+class RecordBlocks:
+    """Blocks of lines joined until their quotes balance (or ``cap`` bytes are
+    held): ``(block, lines_before, consumed)``, ``consumed`` the bytes of the
+    file read for the block (:meth:`Blocks.consumed`).  :attr:`taken` keeps
+    every block handed out until the caller :meth:`done` with it, and
+    :attr:`pieces` the blocks of lines read since the last one handed out:
+    with them, a caller that reads ahead can hand the rest of the file to the
+    stdlib reader from any block (:meth:`rest`)."""
+
+    def __init__(self, blocks: Blocks, cap: int) -> None:
+        self.blocks, self.cap = blocks, cap
+        self.pieces: list[bytes] = []
+        self.taken: deque[tuple[bytes, int, int]] = deque()
+
+    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
+        held = quotes = first = 0
+        for block, before in self.blocks:
+            if not self.pieces:
+                first = before
+            self.pieces.append(block)
+            held += len(block)
+            quotes += count_bytes(block, b'"')
+            if quotes % 2 == 0 or held > self.cap:
+                yield self._take(first)
+                held, quotes = 0, 0
+        if self.pieces:  # quotes open at the end of the file: not plain
+            yield self._take(first)
+
+    def _take(self, first: int) -> tuple[bytes, int, int]:
+        pieces, self.pieces = self.pieces, []
+        item = (pieces[0] if len(pieces) == 1 else b"".join(pieces), first,
+                self.blocks.consumed())
+        self.taken.append(item)
+        return item
+
+    def done(self) -> None:
+        """The caller is done with the oldest block handed out."""
+        self.taken.popleft()
+
+    def rest(self) -> tuple[IO[bytes], int]:
+        """The file from the oldest block not done on (the stdlib reader reads
+        the rest from there), and the bytes consumed for the blocks handed out
+        and not done: call once no more blocks are read."""
+        head = b"".join([*(b for b, _, _ in self.taken), *self.pieces])
+        carried = sum(c for _, _, c in self.taken)
+        self.taken.clear()
+        self.pieces = []
+        return self.blocks.rest(head), carried
 
 
 def _batches(path, delimiter, header, fields, limit, block_bytes) -> Iterator[Batch]:
     blocks = Blocks(path, limit, block_bytes)
+    records = RecordBlocks(blocks, RECORD_BLOCKS * blocks.size)
+    parsed = map_in_order(lambda item: _arrow_block(item[0], item[1], delimiter, header, fields),
+                          records, parse_workers())
     try:
-        cap = RECORD_BLOCKS * blocks.size
-        for block, before in _record_blocks(blocks, cap):
-            cols = _arrow_block(block, before, delimiter, header, fields)
+        for (_, before, consumed), cols in parsed:
             if cols is None:  # this block and the rest of the file: the stdlib reader
-                lines = Lines(path, limit, stream=blocks.rest(block), first_line=before)
+                parsed.close()  # no block read ahead any more
+                stream, carried = records.rest()
+                lines = Lines(path, limit, stream=stream, first_line=before)
                 recs = csv_records(lines, delimiter, None if before == 0 else header)
+                owed = [carried]  # the blocks read ahead count with the first batch
+
+                def consumed_since() -> int:
+                    done, owed[0] = blocks.consumed() + owed[0], 0
+                    return done
+
                 yield from record_batches(Records(path, iter(recs), recs.columns,
-                                                   blocks.consumed, recs.close),
+                                                   consumed_since, recs.close),
                                            fields, True, PYTHON_BATCH)
                 return
+            records.done()
             n = len(cols[fields[0]])
-            yield Batch(cols, n, blocks.consumed())
+            yield Batch(cols, n, consumed)
         yield from_rows([], fields, blocks.consumed(), True)
     finally:
+        parsed.close()
         blocks.close()
 
 
@@ -203,17 +253,22 @@ def csv_table(path: str, fmt: str, limit: int | None, progress: Any,
     rows: list[int] = []
     blocks = Blocks(path, limit, block_bytes)
     bar = make_progress(progress, os.path.getsize(path), "read", unit="B")
+    records = RecordBlocks(blocks, RECORD_BLOCKS * blocks.size)
+    parsed = map_in_order(
+        lambda item: _arrow_block(item[0], item[1], delimiter, header, header, lines=True),
+        records, parse_workers())
     try:
-        for block, before in _record_blocks(blocks, RECORD_BLOCKS * blocks.size):
-            part = _arrow_block(block, before, delimiter, header, header, lines=True)
+        for (_, _, consumed), part in parsed:
             if part is None:
                 return None
+            records.done()
             for h in header:
                 cols[h] += part[0][h].to_pylist()
             rows += part[1]
-            bar.update(blocks.consumed())  # a block taken (one handed back is not reported)
+            bar.update(consumed)  # a block taken (one handed back is not reported)
         bar.update(blocks.consumed())
     finally:
+        parsed.close()
         blocks.close()
         bar.close()
     return cols, rows

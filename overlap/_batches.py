@@ -45,14 +45,13 @@ import numpy as np
 
 from ._arrow_pool import reading_pool
 from ._line_blocks import (BOM, PYTHON_BATCH, Batch, Blocks, arrow_reader, empty_strings,
-                           from_rows, piece_sizes, record_batches, valid_utf8)
+                           from_rows, parse_workers, piece_sizes, record_batches, valid_utf8)
 from ._line_scan import bom_after_newline, jsonl_block_facts
 from ._optional import require
 from ._ordered_map import map_in_order
 from ._progress import make_progress
 from ._readers import (Lines, Records, check_fields_of, checked_rows, jsonl_records, no_column,
                        open_records, text_records)
-from ._threads import usable_cores
 
 __all__ = ["Batch", "ENGINES", "ENGINE_VARIABLE", "BLOCK_BYTES", "read_batches", "choose_engine",
            "reader_engine"]
@@ -72,25 +71,12 @@ BLOCK_BYTES = 2 << 20
 #: thread's only): 37 MB of ``overlap dedup``'s peak on a 101 MB file
 #: (456-457 MB against 491-499 MB, three runs each), and reading that file
 #: took no longer on two cores (0.62-0.80 s against 0.73-0.84 s).  The
-#: blocks are parsed whole on the :func:`parse_workers` threads instead,
+#: blocks are parsed whole on the :func:`overlap._line_blocks.parse_workers` threads instead,
 #: several at once, with pyarrow's default pool: those threads end with the
 #: read, and ``dedup``'s peak on that file was 444-449 MB against 440 MB on
 #: one thread (with arrays from ``reading_pool``, jemalloc's: 462-472 MB).
 #: The chunked reader's arrays come from ``overlap._arrow_pool.reading_pool``.
 WHOLE_FILE_THREADS = False
-#: Threads that parse the blocks of a JSONL or text file at once (None: one
-#: for each usable core, at most :data:`PARSE_WORKERS_MAX`; :func:`parse_workers`).
-#: The blocks are read in turn on the calling thread and parsed whole on
-#: these, the batches handed back in the file's order
-#: (:func:`overlap._ordered_map.map_in_order`; ``workers + 1`` blocks in
-#: flight); with one, the chunked reader parses each JSONL block in pieces on
-#: pyarrow's threads instead (:data:`overlap._line_blocks.PARSE_PIECES`).
-PARSE_WORKERS: int | None = None
-#: Most parsing workers by default: one parses about 300 MB/s of JSONL (the
-#: 0.3 GB corpus of ``bench.stream_contamination``: 1.0 s of CPU), while the
-#: calling thread hands out blocks at about 1.5 GB/s (0.2 s), so more than 8
-#: would only hold more blocks in memory.
-PARSE_WORKERS_MAX = 8
 #: Parquet rows per record batch.
 PARQUET_BATCH = 65536
 #: Bytes of a Parquet file read at a time (``pyarrow.parquet.ParquetFile(buffer_size=)``).
@@ -213,12 +199,6 @@ def _line_batches(path, fields, limit, block_bytes, parse) -> Iterator[Batch]:
     finally:
         blocks_parsed.close()  # waits for the blocks being parsed
         blocks.close()
-
-
-def parse_workers() -> int:
-    """Threads that parse the blocks of a line file at once: :data:`PARSE_WORKERS`,
-    else one for each core this process may use, at most :data:`PARSE_WORKERS_MAX`."""
-    return max(1, PARSE_WORKERS or min(usable_cores(), PARSE_WORKERS_MAX))
 
 
 def _jsonl_block(block: bytes, before: int, fields: list[str], alone: bool = False
@@ -411,7 +391,9 @@ def _string_column(col) -> Any:
 
     t = col.type
     if pa.types.is_dictionary(t) and str(t.value_type) in _STRING_TYPES:
-        col = col.dictionary_decode()
+        # the values at the indices (a null index gives a null); not the
+        # dictionary_decode method, which imported pandas before pyarrow 12
+        col = pc.take(col.dictionary, col.indices)
         t = col.type
     if str(t) not in _STRING_TYPES or col.null_count:
         return None

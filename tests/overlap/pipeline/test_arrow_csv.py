@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from overlap import _arrow_csv, _batches
+from overlap import _arrow_csv, _batches, _line_blocks
 from overlap.stream_readers import read_chunks
 
 from reference import readers as ref
@@ -45,10 +45,11 @@ def _record(values, delimiter, crlf):
        raw=st.lists(st.tuples(st.integers(0, 25), st.sampled_from(RAW)), max_size=2),
        tsv=st.booleans(), crlf=st.booleans(), bom=st.booleans(), final_nl=st.booleans(),
        block=st.sampled_from([4, 16, 64, 1024, 1 << 20]),
-       compress=st.sampled_from(["", ".gz", ".zst"]), chunk_rows=st.sampled_from([1, 3, 1000]))
+       compress=st.sampled_from(["", ".gz", ".zst"]), chunk_rows=st.sampled_from([1, 3, 1000]),
+       workers=st.sampled_from([1, 3]))
 def test_csv_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, rows, raw, tsv, crlf,
                                                      bom, final_nl, block, compress,
-                                                     chunk_rows):
+                                                     chunk_rows, workers):
     delimiter = "\t" if tsv else ","
     records = [_record(["id", "text"], delimiter, crlf)]
     records += [_record([a, b], delimiter, crlf) for a, b in rows]
@@ -60,7 +61,10 @@ def test_csv_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, rows, raw
     name = ("f.tsv" if tsv else "f.csv") + compress
     path = str(tmp_path_factory.mktemp("c") / name)
     write_file(path, data)
-    got = same_outcome(path, ["text", "id"], block, chunk_rows=chunk_rows)
+    with pytest.MonkeyPatch.context() as mp:
+        # three workers: blocks parsed ahead of the one that goes to the stdlib reader
+        mp.setattr(_line_blocks, "PARSE_WORKERS", workers)
+        got = same_outcome(path, ["text", "id"], block, chunk_rows=chunk_rows)
     if not raw and got[0] == "rows":
         assert got[1] == ref.csv_rows(path, ["text", "id"], delimiter)
 
@@ -84,7 +88,9 @@ def test_plain_csv_is_read_by_pyarrow(tmp_path, monkeypatch, tsv):
     assert chunk.columns["id"].to_pylist() == [v[0] for v in values]
 
 
-def test_a_bad_row_after_plain_blocks_names_its_line(tmp_path, monkeypatch):
+@pytest.mark.parametrize("workers", [1, 3])
+def test_a_bad_row_after_plain_blocks_names_its_line(tmp_path, monkeypatch, workers):
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", workers)
     path = str(tmp_path / "b.csv")
     good = b"".join(b'%d,"t %d"\n' % (i, i) for i in range(50))
     write_file(path, b"id,text\n" + good + b'50,x"y\n51,z,extra\n')
@@ -92,15 +98,24 @@ def test_a_bad_row_after_plain_blocks_names_its_line(tmp_path, monkeypatch):
     assert got == ("error", f"{path}:53: 3 fields, the header has 2")
 
 
-@pytest.mark.parametrize("limit", [10, 11, 12])
-def test_csv_long_lines_are_refused_at_the_same_line(tmp_path, limit):
+@pytest.mark.parametrize("workers", [1, 3])
+@pytest.mark.parametrize("stray", [b"", b'1,a"b\n'])
+@pytest.mark.parametrize("limit", [8, 9, 10, 11])
+def test_csv_long_lines_are_refused_at_the_same_line(tmp_path, monkeypatch, limit, stray,
+                                                     workers):
+    # with a stray quote before it, the block that holds it hands the rest of
+    # the file to the stdlib reader after the long line was read ahead
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", workers)
     path = str(tmp_path / "l.csv")
-    write_file(path, b"id,text\n1,short\n2,abcdefgh\n")  # line 3: 10 bytes and a newline
+    stray = stray.replace(b'1,a"b', b'9,"a"b')
+    write_file(path, b"id,text\n" + stray + b"1,short\n2,abcdefgh\n")  # 10 bytes and "\n"
     got = same_outcome(path, ["text"], 4, max_line_bytes=limit)
     assert (got[0] == "error") == (limit < 10)
     if got[0] == "error":
-        assert got[1].endswith("l.csv:3: line longer than 10 bytes (the limit; raise it with "
-                               "--max-line-bytes or max_line_bytes=)".replace("10", f"{limit:,}"))
+        line = 3 + bool(stray)
+        assert got[1].endswith(f"l.csv:{line}: line longer than 10 bytes (the limit; raise it "
+                               "with --max-line-bytes or max_line_bytes=)"
+                               .replace("10", f"{limit:,}"))
 
 
 def test_an_open_quote_spanning_many_blocks_goes_to_the_stdlib_reader(tmp_path):
@@ -116,9 +131,10 @@ def test_an_open_quote_spanning_many_blocks_goes_to_the_stdlib_reader(tmp_path):
 @given(rows=st.lists(st.tuples(value, value), max_size=12),
        raw=st.lists(st.tuples(st.integers(0, 12), st.sampled_from(RAW)), max_size=1),
        tsv=st.booleans(), crlf=st.booleans(), bom=st.booleans(),
-       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]))
+       block=st.sampled_from([8, 64, 1 << 20]), fields=st.sampled_from([None, ["text"]]),
+       workers=st.sampled_from([1, 3]))
 def test_whole_csv_tables_equal_the_stdlib_reader(tmp_path_factory, rows, raw, tsv, crlf, bom,
-                                                  block, fields):
+                                                  block, fields, workers):
     from overlap._readers import open_records
 
     delimiter = "\t" if tsv else ","
@@ -130,6 +146,7 @@ def test_whole_csv_tables_equal_the_stdlib_reader(tmp_path_factory, rows, raw, t
     write_file(path, (b"\xef\xbb\xbf" if bom else b"") + b"".join(records))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
+        mp.setattr(_line_blocks, "PARSE_WORKERS", workers)
         assert table_outcome(path, "arrow", fields) == table_outcome(path, "python", fields)
         fast = _batches.read_whole_table(path, "tsv" if tsv else "csv", engine="arrow")
     if fast is not None:  # the line of each row is the stdlib reader's
@@ -162,7 +179,6 @@ def test_csv_blocks_are_not_cut_into_pieces(tmp_path, monkeypatch, pieces):
     # pyarrow's CSV reader, given a block in pieces (the JSON reader's way to
     # use its threads), lost the "\n" of a quoted "\r\n" that a piece edge
     # split ('aa\r\n' came back 'aa\r'): CSV blocks go to it whole
-    from overlap import _line_blocks
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
     monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
     path = str(tmp_path / "f.csv")

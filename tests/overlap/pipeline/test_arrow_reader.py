@@ -77,7 +77,7 @@ def test_jsonl_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines,
     with pytest.MonkeyPatch.context() as mp:
         # one worker: every block in pieces, long lines across them; three:
         # blocks parsed whole on three threads at once, handed back in order
-        mp.setattr(_batches, "PARSE_WORKERS", workers)
+        mp.setattr(_line_blocks, "PARSE_WORKERS", workers)
         mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
         mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         got = same_outcome(path, ["text"], block, chunk_rows=chunk_rows)
@@ -104,7 +104,7 @@ def test_text_rows_and_errors_equal_the_stdlib_reader(tmp_path_factory, lines, b
     path = str(tmp_path_factory.mktemp("t") / ("f.text.gz" if gz else "f.text"))
     write_file(path, data)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(_batches, "PARSE_WORKERS", workers)
+        mp.setattr(_line_blocks, "PARSE_WORKERS", workers)
         got = same_outcome(path, ["text"], block, chunk_rows=7)
     if got[0] == "rows":
         assert got[1] == ref.text_rows(path)
@@ -123,6 +123,23 @@ def test_long_lines_are_refused_at_the_same_line(tmp_path, limit, block):
         assert (got[0] == "error") == (limit < 41), got
         if got[0] == "error":
             assert f"{name}:2: line longer than" in got[1]
+
+
+@pytest.mark.parametrize("final_nl", [True, False])
+@pytest.mark.parametrize("block", [4, 8, 64])
+def test_after_a_line_too_long_the_rest_of_the_file_is_still_there(tmp_path, block, final_nl):
+    # a reader that read ahead hands the rest of the file to the stdlib reader
+    # from an earlier block (CSV); the too-long line's bytes must be in it
+    data = b"a\nbb\n" + b"x" * 30 + (b"\n" if final_nl else b"")
+    path = str(tmp_path / "f.csv")
+    write_file(path, data)
+    blocks = _line_blocks.Blocks(path, 20, block)
+    got = []
+    with pytest.raises(ValueError, match=":3: line longer than 20 bytes"):
+        for b, _ in blocks:
+            got.append(b)
+    assert b"".join(got) + blocks.rest(b"").read() == data
+    blocks.close()
 
 
 def test_a_line_longer_than_the_block_is_read_whole(tmp_path):
@@ -165,6 +182,8 @@ def test_a_chunk_holds_the_parsed_arrays_not_a_copy(tmp_path, monkeypatch):
     (pa.array(["a", None, "c"]), "p.parquet: row 1: field 'text' must be a string, got NoneType"),
     (pa.array([1, 2, 3]), "p.parquet: row 0: field 'text' must be a string, got int"),
     (pa.array(["a", "b", "c"]).dictionary_encode(), None),
+    (pa.array(["a", None, "c"]).dictionary_encode(),
+     "p.parquet: row 1: field 'text' must be a string, got NoneType"),
     (pa.array(["a", "b", "c"], pa.large_string()), None),
 ])
 def test_parquet_rows_and_errors_equal_the_stdlib_reader(tmp_path, column,
@@ -229,7 +248,7 @@ def test_whole_jsonl_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bad
     write_file(path, b"\n".join(lines) + b"\n")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        mp.setattr(_batches, "PARSE_WORKERS", workers)
+        mp.setattr(_line_blocks, "PARSE_WORKERS", workers)
         mp.setattr(_line_blocks, "PARSE_PIECES", pieces)
         mp.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
         assert table_outcome(path, "arrow", fields) == table_outcome(path, "python", fields)
@@ -243,7 +262,7 @@ def test_whole_text_tables_equal_the_stdlib_reader(tmp_path_factory, lines, bloc
     write_file(path, b"\n".join(lines))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(_batches, "BLOCK_BYTES", block)
-        mp.setattr(_batches, "PARSE_WORKERS", workers)
+        mp.setattr(_line_blocks, "PARSE_WORKERS", workers)
         assert (table_outcome(path, "arrow", ["text"])
                 == table_outcome(path, "python", ["text"]))
 
@@ -266,7 +285,7 @@ def _block_sizes(monkeypatch) -> list:
 def test_a_jsonl_block_is_parsed_in_pieces(tmp_path, monkeypatch, pieces):
     # with one parsing worker, pyarrow gets a piece of the block for each of
     # its threads (two at least), which parse them at once ...
-    monkeypatch.setattr(_batches, "PARSE_WORKERS", 1)
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", 1)
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
     lines = [b'{"text": "row %d of many"}' % i for i in range(20_000)]
     path = str(tmp_path / "a.jsonl")
@@ -283,7 +302,7 @@ def test_a_line_longer_than_a_piece_is_read_in_one(tmp_path, monkeypatch):
     # ... and a block whose long line spans more than two pieces (pyarrow
     # refuses it) is read again whole, by pyarrow, not by the stdlib reader
     from overlap import _readers
-    monkeypatch.setattr(_batches, "PARSE_WORKERS", 1)
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", 1)
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", 4)
     monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1024)
     lines = [b'{"text": "%s"}' % (b"w " * 100_000), b'{"text": "short"}']
@@ -307,7 +326,7 @@ def test_blocks_are_parsed_whole_on_several_threads_at_once(tmp_path, monkeypatc
     import threading
 
     import pyarrow.json as pj
-    monkeypatch.setattr(_batches, "PARSE_WORKERS", 3)
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", 3)
     monkeypatch.setattr(_batches, "BLOCK_BYTES", 1 << 12)
     lines = [b'{"text": "row %d of many"}' % i for i in range(5_000)]
     path = str(tmp_path / "a.jsonl")
@@ -341,13 +360,13 @@ def test_blocks_are_parsed_whole_on_several_threads_at_once(tmp_path, monkeypatc
 
 
 def test_blocks_are_parsed_on_a_worker_per_usable_core_up_to_the_cap(monkeypatch):
-    monkeypatch.setattr(_batches, "PARSE_WORKERS", None)
-    for cores, want in ((1, 1), (3, 3), (_batches.PARSE_WORKERS_MAX + 5,
-                                         _batches.PARSE_WORKERS_MAX)):
-        monkeypatch.setattr(_batches, "usable_cores", lambda c=cores: c)
-        assert _batches.parse_workers() == want
-    monkeypatch.setattr(_batches, "PARSE_WORKERS", 5)
-    assert _batches.parse_workers() == 5
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", None)
+    for cores, want in ((1, 1), (3, 3), (_line_blocks.PARSE_WORKERS_MAX + 5,
+                                         _line_blocks.PARSE_WORKERS_MAX)):
+        monkeypatch.setattr(_line_blocks, "usable_cores", lambda c=cores: c)
+        assert _line_blocks.parse_workers() == want
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", 5)
+    assert _line_blocks.parse_workers() == 5
 
 
 def test_whole_jsonl_table_is_read_by_pyarrow(tmp_path, monkeypatch):
@@ -447,7 +466,7 @@ def test_a_bom_starting_a_later_line_is_refused_in_every_piece_layout(tmp_path, 
     """pyarrow takes a BOM at the start of the piece it parses; a block cut in
     pieces can put a line that starts with one there: it is still refused,
     with the stdlib reader's error (found by the hypothesis test above)."""
-    monkeypatch.setattr(_batches, "PARSE_WORKERS", 1)
+    monkeypatch.setattr(_line_blocks, "PARSE_WORKERS", 1)
     monkeypatch.setattr(_line_blocks, "PARSE_PIECES", pieces)
     monkeypatch.setattr(_line_blocks, "PARSE_MIN_PIECE", 1)
     path = str(tmp_path / "f.jsonl")

@@ -49,8 +49,11 @@ def _write(tmp_path, fmt: str) -> str:
     elif fmt == "txt":
         with open(path, "w") as f:
             f.writelines(t + "\n" for t in TEXTS)
-    else:
-        pq.write_table(pa.table({"text": TEXTS, "id": list(range(len(TEXTS)))}), path,
+    else:  # "parquet", or "parquet-dict": the column stored as an Arrow dictionary
+        text = pa.array(TEXTS)
+        if fmt == "parquet-dict":
+            text, path = text.dictionary_encode(), path[:-len("-dict")]
+        pq.write_table(pa.table({"text": text, "id": list(range(len(TEXTS)))}), path,
                        row_group_size=1000)
     return path
 
@@ -119,7 +122,7 @@ def test_a_pool_named_in_arrows_variable_wins(tmp_path):
     assert out.stdout.split() == ["system", "True"], out.stdout
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "csv"])
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet", "parquet-dict", "csv"])
 def test_a_streamed_scan_does_not_import_pandas(tmp_path, fmt):
     pytest.importorskip("pandas", reason="the check needs pandas installed (to stay out)")
     path = _write(tmp_path, fmt)
