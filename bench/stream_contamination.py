@@ -122,7 +122,8 @@ def eval_set(pool: list[str], n_rows: int, n_eval: int, seed: int):
 
 
 def convert(corpus: str, out: str, fmt: str) -> str:
-    """The JSONL shards of ``corpus`` written as gzip or Zstandard JSONL, or Parquet, in ``out``."""
+    """The JSONL shards of ``corpus`` written as gzip or Zstandard JSONL, Parquet or
+    CSV, in ``out``."""
     os.mkdir(out)
     for name in sorted(os.listdir(corpus)):
         src = os.path.join(corpus, name)
@@ -141,8 +142,12 @@ def convert(corpus: str, out: str, fmt: str) -> str:
             import pyarrow.json as pj
             import pyarrow.parquet as pq
             pq.write_table(pj.read_json(src), os.path.join(out, stem + ".parquet"))
+        elif fmt == "csv":
+            import pyarrow.csv as pcsv
+            import pyarrow.json as pj
+            pcsv.write_csv(pj.read_json(src), os.path.join(out, stem + ".csv"))
         else:
-            raise SystemExit(f"--formats: unknown format {fmt!r} (jsonl, gz, zst, parquet)")
+            raise SystemExit(f"--formats: unknown format {fmt!r} (jsonl, gz, zst, parquet, csv)")
     return out
 
 
@@ -310,7 +315,7 @@ def main(argv=None) -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--formats", default="jsonl",
                     help="comma-separated corpus formats scanned: jsonl, gz (gzip JSONL "
-                         "shards), zst (Zstandard JSONL shards), parquet (default jsonl)")
+                         "shards), zst (Zstandard JSONL shards), parquet, csv (default jsonl)")
     ap.add_argument("--engines", default="arrow",
                     help="comma-separated readers: arrow, python (default arrow)")
     ap.add_argument("--engine", default="auto", help=argparse.SUPPRESS)
