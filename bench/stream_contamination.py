@@ -192,7 +192,7 @@ def scan(args) -> None:
         "rows": res.n_references, "bytes": res.nbytes,
         "peak_rss": _status("VmHWM"), "rss_after_import": base, "chunks": res.chunks,
         "index": res.index.tolist(), "score": res.score.tolist(),
-        "version": overlap.__version__, "tree": os.path.dirname(os.path.dirname(overlap.__file__)),
+        "version": overlap.__version__, "tree": _tree(),
     }))
 
 
@@ -228,12 +228,13 @@ def stages(args) -> None:
         first += len(r)
     out["search"] = [time.perf_counter() - t0, _cpu_seconds() - c0]
     print(json.dumps({"stages": out, "cpus": sorted(os.sched_getaffinity(0)),
-                      "tree": os.path.dirname(os.path.dirname(overlap_file()))}))
+                      "tree": _tree()}))
 
 
-def overlap_file() -> str:
+def _tree() -> str:
+    """The checkout (or site-packages) whose ``overlap`` this process imported."""
     import overlap
-    return overlap.__file__
+    return os.path.dirname(os.path.dirname(overlap.__file__))
 
 
 def run_scan(corpus: str, ev_path: str, args, index: str, engine: str = "auto",

@@ -117,11 +117,18 @@ class RecordBlocks:
         return self.blocks.rest(head), carried
 
 
+def _parsed_records(blocks: Blocks, parse: Any) -> tuple[RecordBlocks, Iterator]:
+    """The record blocks of ``blocks`` and ``(item, parse(block, lines_before))``
+    of each, parsed on the parse workers, in order."""
+    records = RecordBlocks(blocks, RECORD_BLOCKS * blocks.size)
+    return records, map_in_order(lambda item: parse(item[0], item[1]), records,
+                                 parse_workers())
+
+
 def _batches(path, delimiter, header, fields, limit, block_bytes) -> Iterator[Batch]:
     blocks = Blocks(path, limit, block_bytes)
-    records = RecordBlocks(blocks, RECORD_BLOCKS * blocks.size)
-    parsed = map_in_order(lambda item: _arrow_block(item[0], item[1], delimiter, header, fields),
-                          records, parse_workers())
+    records, parsed = _parsed_records(
+        blocks, lambda block, before: _arrow_block(block, before, delimiter, header, fields))
     try:
         for (_, before, consumed), cols in parsed:
             if cols is None:  # this block and the rest of the file: the stdlib reader
@@ -129,10 +136,10 @@ def _batches(path, delimiter, header, fields, limit, block_bytes) -> Iterator[Ba
                 stream, carried = records.rest()
                 lines = Lines(path, limit, stream=stream, first_line=before)
                 recs = csv_records(lines, delimiter, None if before == 0 else header)
-                owed = [carried]  # the blocks read ahead count with the first batch
 
-                def consumed_since() -> int:
-                    done, owed[0] = blocks.consumed() + owed[0], 0
+                def consumed_since() -> int:  # the blocks read ahead count with the first batch
+                    nonlocal carried
+                    done, carried = blocks.consumed() + carried, 0
                     return done
 
                 yield from record_batches(Records(path, iter(recs), recs.columns,
@@ -253,10 +260,9 @@ def csv_table(path: str, fmt: str, limit: int | None, progress: Any,
     rows: list[int] = []
     blocks = Blocks(path, limit, block_bytes)
     bar = make_progress(progress, os.path.getsize(path), "read", unit="B")
-    records = RecordBlocks(blocks, RECORD_BLOCKS * blocks.size)
-    parsed = map_in_order(
-        lambda item: _arrow_block(item[0], item[1], delimiter, header, header, lines=True),
-        records, parse_workers())
+    records, parsed = _parsed_records(
+        blocks, lambda block, before: _arrow_block(block, before, delimiter, header, header,
+                                                   lines=True))
     try:
         for (_, _, consumed), part in parsed:
             if part is None:
